@@ -1,0 +1,1 @@
+"""The collector: pipeline assembly, exporters, settings and the serve command."""

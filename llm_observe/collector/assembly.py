@@ -1,0 +1,86 @@
+"""Builds the collector's parts from Settings: config files, processors, exporters.
+
+Config files load here, at start-up, so a malformed price or patterns file
+stops the process with one line naming the file and the entry (ConfigError).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from llm_observe.collector.exporter import Exporter
+from llm_observe.collector.pipeline import Pipeline
+from llm_observe.collector.prometheus import LabelLimits, LlmMetrics, PrometheusExporter
+from llm_observe.collector.settings import Settings
+from llm_observe.processors.base import Processor
+from llm_observe.processors.sampling import SamplingProcessor
+from llm_observe.processors.toolchain import ToolchainProcessor, ToolChainTracker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Collector:
+    """Everything the API, the receiver and serve share: one pipeline, one registry."""
+
+    settings: Settings
+    registry: CollectorRegistry
+    metrics: LlmMetrics
+    pipeline: Pipeline
+    price_table: Any
+    scanner: Any
+    tracker: ToolChainTracker
+    embedder: Any = None
+    extra_exporters: list[Exporter] = field(default_factory=list)
+
+
+def build_collector(settings: Settings, registry: CollectorRegistry | None = None,
+                    exporters: list[Exporter] | None = None) -> Collector:
+    """Load config; assemble tokens → cost → scan → sampling → embedding → toolchain.
+
+    ``exporters`` are added after the Prometheus exporter (the OTLP forwarder, a test sink).
+    """
+    from llm_observe.pricing import load_price_table
+    from llm_observe.processors.cost import CostProcessor
+    from llm_observe.processors.scan import ScanProcessor
+    from llm_observe.processors.tokens import TokensProcessor
+    from llm_observe.scan import Scanner, load_patterns
+
+    price_table = load_price_table(settings.config_file("model_prices.yaml"))
+    scanner = Scanner(load_patterns(settings.config_file("patterns.yaml")))
+    registry = registry if registry is not None else CollectorRegistry()
+    metrics = LlmMetrics(registry, LabelLimits(models=settings.max_models,
+                                               services=settings.max_services))
+    tracker = ToolChainTracker()
+    embedder = _embedder(settings)
+    processors: list[Processor] = [
+        TokensProcessor(), CostProcessor(price_table), ScanProcessor(scanner),
+        SamplingProcessor(),
+    ]
+    if embedder is not None:
+        from llm_observe.processors.embedding import EmbeddingProcessor
+        processors.append(EmbeddingProcessor(embedder))
+    processors.append(ToolchainProcessor(tracker))
+    extra = list(exporters or [])
+    pipeline = Pipeline(processors, [PrometheusExporter(metrics), *extra])
+    return Collector(settings=settings, registry=registry, metrics=metrics, pipeline=pipeline,
+                     price_table=price_table, scanner=scanner, tracker=tracker,
+                     embedder=embedder, extra_exporters=extra)
+
+
+def _embedder(settings: Settings) -> Any:
+    """The embedder, or None when disabled or when the embeddings extra is not installed."""
+    if not settings.embedding_enabled:
+        return None
+    try:
+        from llm_observe.embedding import Embedder, EmbeddingConfig
+    except ImportError as exc:  # the [embeddings] extra is optional
+        log.warning("embeddings disabled: %s (install llm-observe[embeddings])", exc)
+        return None
+    return Embedder(EmbeddingConfig(threads=settings.embedding_threads,
+                                    batch_size=settings.embedding_batch_size,
+                                    quantized=settings.embedding_quantized))

@@ -1,0 +1,79 @@
+"""The pipeline: processors in order, then every exporter. One path for every door.
+
+The OTLP receiver and the REST record endpoints both call :meth:`Pipeline.submit`,
+so a span gets the same enrichment and the same metrics whichever way it came in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+
+from llm_observe.collector.exporter import Exporter
+from llm_observe.errors import RetryableError
+from llm_observe.processors.base import Processor, ProcessorChain
+from llm_observe.span import LlmSpan
+
+log = logging.getLogger(__name__)
+
+
+class Backpressure(RetryableError):
+    """An exporter's queue is full: retry later (gRPC RESOURCE_EXHAUSTED / HTTP 503)."""
+
+    def __init__(self, exporter: str, retry_after_s: float = 1.0) -> None:
+        self.exporter = exporter
+        self.retry_after_s = retry_after_s
+        super().__init__(f"exporter {exporter!r} queue is full; retry in {retry_after_s:g}s")
+
+
+class Pipeline:
+    """Processors then exporters. Runs on one event loop; blocking processors go to a thread."""
+
+    def __init__(self, processors: Sequence[Processor], exporters: Sequence[Exporter],
+                 executor: Executor | None = None) -> None:
+        self.chain = ProcessorChain(processors)
+        self.exporters = list(exporters)
+        self._executor = executor or ThreadPoolExecutor(1, thread_name_prefix="llm-observe-proc")
+        self._own_executor = executor is None
+
+    @property
+    def processors(self) -> list[Processor]:
+        return self.chain.processors
+
+    def check_room(self, n: int) -> None:
+        """Raise Backpressure if an exporter cannot take ``n`` more spans now."""
+        for exporter in self.exporters:
+            if not exporter.has_room(n):
+                raise Backpressure(exporter.name)
+
+    async def process(self, batch: list[LlmSpan]) -> None:
+        """Run every processor on the batch (in place)."""
+        loop = asyncio.get_running_loop()
+        for processor in self.chain.processors:
+            if processor.blocking:
+                await loop.run_in_executor(self._executor, self.chain.run_one, processor, batch)
+            else:
+                self.chain.run_one(processor, batch)
+
+    async def submit(self, batch: list[LlmSpan]) -> None:
+        """Admit, enrich and export a batch; raises Backpressure before doing any work."""
+        if not batch:
+            return
+        self.check_room(len(batch))
+        await self.process(batch)
+        for exporter in self.exporters:
+            await exporter.export(batch)
+
+    async def shutdown(self, timeout: float = 10.0) -> None:
+        """Drain every exporter within ``timeout`` seconds in total."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        for exporter in self.exporters:
+            try:
+                await exporter.shutdown(max(0.0, deadline - loop.time()))
+            except Exception:
+                log.exception("exporter %s failed to shut down cleanly", exporter.name)
+        if self._own_executor:
+            self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,125 @@
+"""Collector settings: one frozen dataclass, from defaults < environment < command line.
+
+Every field ``name`` can be set with the environment variable
+``LLM_OBSERVE_<NAME>`` (e.g. ``LLM_OBSERVE_METRICS_PORT=9464``) and, for the
+options ``serve`` exposes, on the command line. ``validate()`` names the bad
+field in a one-line error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from llm_observe.errors import ConfigError
+
+ENV_PREFIX = "LLM_OBSERVE_"
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    # network
+    host: str = "127.0.0.1"
+    port: int = 8000
+    metrics_host: str | None = None  # None = same as host
+    metrics_port: int = 9464
+    otlp_host: str | None = None  # None = same as host
+    otlp_port: int = 4317  # 0 disables the OTLP receiver
+    metrics_init: bool = True
+    # configuration files (None = the packaged defaults, or config_dir's files)
+    config_dir: str | None = None
+    prices_file: str | None = None
+    patterns_file: str | None = None
+    # REST API
+    api_token: str | None = None
+    max_body_bytes: int = 1 * MiB
+    max_batch_spans: int = 1000
+    redis_url: str | None = None
+    # OTLP receiver and forwarder
+    otlp_max_message_bytes: int = 16 * MiB
+    tempo_endpoint: str | None = None  # e.g. localhost:4319; None = metrics only
+    queue_max_spans: int = 100_000
+    queue_max_bytes: int = 256 * MiB
+    spool_dir: str | None = None
+    shutdown_timeout_s: float = 10.0
+    redact_pii: bool = True
+    # embeddings
+    embedding_enabled: bool = True
+    embedding_threads: int = 0
+    embedding_batch_size: int = 32
+    embedding_quantized: bool = False
+    # test-call targets (the provider SDKs' own env vars are honoured too)
+    openai_base_url: str | None = None
+    anthropic_base_url: str | None = None
+    openai_api_key: str | None = None
+    anthropic_api_key: str | None = None
+    # metric label caps
+    max_models: int = 500
+    max_services: int = 500
+
+    def validate(self) -> Settings:
+        """Return self, or raise ConfigError naming the first bad field."""
+        for name in ("port", "metrics_port"):
+            _check(1 <= getattr(self, name) <= 65535, name, "must be a port 1-65535")
+        _check(0 <= self.otlp_port <= 65535, "otlp_port", "must be a port 0-65535 (0 = off)")
+        for name in ("max_body_bytes", "max_batch_spans", "otlp_max_message_bytes",
+                     "queue_max_spans", "queue_max_bytes", "embedding_batch_size",
+                     "max_models", "max_services"):
+            _check(getattr(self, name) >= 1, name, "must be >= 1")
+        _check(self.embedding_threads >= 0, "embedding_threads", "must be >= 0")
+        _check(self.shutdown_timeout_s >= 0, "shutdown_timeout_s", "must be >= 0")
+        if self.config_dir is not None:
+            _check(Path(self.config_dir).is_dir(), "config_dir",
+                   f"{self.config_dir!r} is not a directory")
+        return self
+
+    def config_file(self, name: str) -> str | None:
+        """Path of a config file (``model_prices.yaml``...) honouring the overrides."""
+        explicit = {"model_prices.yaml": self.prices_file,
+                    "patterns.yaml": self.patterns_file}.get(name)
+        if explicit:
+            return explicit
+        if self.config_dir is not None:
+            return str(Path(self.config_dir) / name)
+        return None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None,
+                 **overrides: Any) -> Settings:
+        """Defaults, then ``LLM_OBSERVE_*`` variables, then non-None ``overrides``."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(ENV_PREFIX + f.name.upper())
+            if raw is not None:
+                values[f.name] = _parse(f.name, str(f.type), raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return dataclasses.replace(cls(), **values).validate()
+
+
+def _check(ok: bool, name: str, message: str) -> None:
+    if not ok:
+        raise ConfigError("settings", name, message)
+
+
+def _parse(name: str, type_name: str, raw: str) -> Any:
+    """Convert one environment value by the field's annotated type."""
+    env_name = ENV_PREFIX + name.upper()
+    if type_name.startswith("bool"):
+        low = raw.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError("environment", env_name, f"must be true or false, got {raw!r}")
+    if type_name.startswith(("int", "float")):
+        try:
+            return int(raw) if type_name.startswith("int") else float(raw)
+        except ValueError:
+            raise ConfigError("environment", env_name, f"must be a number, got {raw!r}") from None
+    return raw or None

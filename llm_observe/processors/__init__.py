@@ -1,0 +1,1 @@
+"""Enrichment processors: pure, batch in, batch out (see base.Processor)."""

@@ -1,0 +1,108 @@
+"""Tool-call chains (spec 4.14): cumulative cost per trace across tool-call turns.
+
+A span finishing with ``tool_calls`` opens (or extends) its trace's chain; the
+next LLM span of the same trace carries the chain's cumulative cost in
+``trace_cost_usd_micro``. State is bounded: least-recently-used traces are
+evicted past ``max_traces`` and idle traces expire after ``ttl_s``. The REST
+endpoints ``/v1/tool-call/track`` and ``/clear`` share the same tracker, so both
+doors see one state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from llm_observe.span import LlmSpan
+
+TOOL_CALLS = "tool_calls"
+
+
+@dataclass(slots=True)
+class ChainState:
+    trace_id: str
+    steps: int = 0  # LLM spans seen in this chain
+    tool_call_turns: int = 0  # of which finished with tool_calls
+    cumulative_cost_usd_micro: int = 0
+    last_span_id: str | None = None
+    updated_at: float = 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {"trace_id": self.trace_id, "steps": self.steps,
+                "tool_call_turns": self.tool_call_turns,
+                "cumulative_cost_usd_micro": self.cumulative_cost_usd_micro,
+                "last_span_id": self.last_span_id}
+
+
+class ToolChainTracker:
+    """LRU + TTL map of trace id → ChainState. Event-loop thread only."""
+
+    def __init__(self, max_traces: int = 10_000, ttl_s: float = 3600.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_traces = max_traces
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._chains: OrderedDict[str, ChainState] = OrderedDict()
+        self.evicted = 0
+
+    def __len__(self) -> int:
+        return len(self._chains)
+
+    def get(self, trace_id: str) -> ChainState | None:
+        state = self._chains.get(trace_id)
+        if state is not None and self._clock() - state.updated_at > self.ttl_s:
+            del self._chains[trace_id]
+            self.evicted += 1
+            return None
+        return state
+
+    def track(self, trace_id: str, cost_usd_micro: int | None, *, span_id: str | None = None,
+              finish_reason: str | None = None, open_chain: bool = True) -> ChainState | None:
+        """Add one LLM span to its trace's chain and return the updated state.
+
+        A trace with no chain yet starts one only when the span ends in
+        ``tool_calls`` (or ``open_chain`` is forced by the REST track call).
+        """
+        state = self.get(trace_id)
+        if state is None:
+            if not (open_chain or finish_reason == TOOL_CALLS):
+                return None
+            state = self._chains[trace_id] = ChainState(trace_id)
+            if len(self._chains) > self.max_traces:
+                self._chains.popitem(last=False)
+                self.evicted += 1
+        self._chains.move_to_end(trace_id)
+        state.steps += 1
+        if finish_reason == TOOL_CALLS:
+            state.tool_call_turns += 1
+        state.cumulative_cost_usd_micro += cost_usd_micro or 0
+        state.last_span_id = span_id
+        state.updated_at = self._clock()
+        return state
+
+    def clear(self, trace_id: str | None = None) -> int:
+        """Forget one trace's chain (or all with None); return how many were removed."""
+        if trace_id is None:
+            n = len(self._chains)
+            self._chains.clear()
+            return n
+        return 1 if self._chains.pop(trace_id, None) is not None else 0
+
+
+class ToolchainProcessor:
+    """Feeds LLM spans to the tracker and stamps the cumulative trace cost on them."""
+
+    name = "toolchain"
+    blocking = False
+
+    def __init__(self, tracker: ToolChainTracker) -> None:
+        self.tracker = tracker
+
+    def process(self, batch: list[LlmSpan]) -> None:
+        for span in batch:
+            state = self.tracker.track(span.trace_id, span.cost_usd_micro, span_id=span.span_id,
+                                       finish_reason=span.finish_reason, open_chain=False)
+            if state is not None:
+                span.trace_cost_usd_micro = state.cumulative_cost_usd_micro
