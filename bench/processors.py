@@ -1,0 +1,107 @@
+"""Foundation benchmarks (issue 2): the processor chain and the Prometheus series.
+
+Prints JSON lines:
+- chain spans/s (tokens → cost → scan → sampling → metrics) for 1k/10k/100k
+  spans carrying ~200-char prompt and completion text, with provider-reported
+  token counts and with counts missing (so the tokens stage really counts);
+- metric updates/s for the eight families with cached label children against
+  the baseline that calls ``.labels()`` on every update, same run.
+The scanner's own figures (vs the naive baseline, false positives) are in
+bench/scan.py.
+
+Run from the repository root: python -m bench.processors [--quick]
+"""
+
+from __future__ import annotations
+
+from llm_observe.pricing import load_price_table
+from llm_observe.processors.cost import CostProcessor
+from llm_observe.processors.scan import ScanProcessor
+from llm_observe.processors.tokens import TokensProcessor
+from llm_observe.scan import Scanner, load_patterns
+from prometheus_client import CollectorRegistry
+
+from bench._common import COMPLETIONS, PROMPTS, emit, median_time, pin_one_core, quick, rng
+from llm_observe.collector.prometheus import LlmMetrics
+from llm_observe.processors.base import ProcessorChain
+from llm_observe.processors.sampling import SamplingProcessor
+from llm_observe.span import LlmSpan
+
+MODELS = [("gpt-4o", "openai"), ("gpt-4o-mini", "openai"), ("claude-3-5-sonnet-20241022",
+          "anthropic"), ("gemini-1.5-pro", "google"), ("mistral-large-latest", "mistral")]
+SERVICES = ["checkout", "search", "support", "reports"]
+
+
+def make_spans(n: int, with_counts: bool) -> list[LlmSpan]:
+    r = rng()
+    spans = []
+    for i in range(n):
+        model, provider = MODELS[i % len(MODELS)]
+        spans.append(LlmSpan(
+            model=model, provider=provider, service_name=SERVICES[i % len(SERVICES)],
+            prompt_tokens=r.randint(30, 60) if with_counts else 0,
+            completion_tokens=r.randint(20, 50) if with_counts else 0,
+            latency_ms_total=r.randint(200, 9000), latency_ms_ttft=r.randint(50, 800),
+            finish_reason="stop", retry_count=1 if i % 17 == 0 else 0,
+            prompt_text=PROMPTS[i % len(PROMPTS)],
+            completion_text=COMPLETIONS[i % len(COMPLETIONS)],
+        ))
+    return spans
+
+
+def bench_chain(sizes: list[int]) -> None:
+    table, scanner = load_price_table(), Scanner(load_patterns())
+    for with_counts in (True, False):
+        for n in sizes:
+            metrics = LlmMetrics(CollectorRegistry())
+            chain = ProcessorChain([TokensProcessor(), CostProcessor(table),
+                                    ScanProcessor(scanner), SamplingProcessor()])
+            batches = iter([make_spans(n, with_counts) for _ in range(3)])
+            t = median_time(lambda c=chain, m=metrics, b=batches: _run(c, m, next(b)),
+                            repeats=3)
+            emit("processors", "chain_spans_per_s", n / t, "spans/s", spans=n,
+                 token_counts="provided" if with_counts else "counted", target=25_000)
+
+
+def _run(chain: ProcessorChain, metrics: LlmMetrics, batch: list[LlmSpan]) -> None:
+    for i in range(0, len(batch), 512):  # pipeline batches of 512
+        part = batch[i:i + 512]
+        chain.run(part)
+        metrics.record(part)
+
+
+def bench_metrics(n: int) -> None:
+    spans = make_spans(n, True)
+    for s in spans:
+        s.cost_usd_micro = 1234
+    cached = LlmMetrics(CollectorRegistry())
+    t_cached = median_time(lambda: cached.record(spans))
+    naive = LlmMetrics(CollectorRegistry())
+
+    def uncached() -> None:  # baseline: .labels() on every update
+        m = naive
+        for s in spans:
+            key = (s.model, s.provider, s.service_name)
+            m.tokens.labels(*key, "prompt").inc(s.prompt_tokens)
+            m.tokens.labels(*key, "completion").inc(s.completion_tokens)
+            m.cost.labels(*key).inc(s.cost_usd_micro or 0)
+            m.latency.labels(*key).observe(s.latency_ms_total or 0)
+            m.ttft.labels(*key).observe(s.latency_ms_ttft or 0)
+            m.finish_reason.labels(*key, s.finish_reason or "").inc()
+            m.spans.labels(*key, s.status, "true" if s.retry_count else "false").inc()
+
+    t_naive = median_time(uncached)
+    emit("processors", "metric_updates_spans_per_s", n / t_cached, "spans/s", target=200_000)
+    emit("processors", "metric_updates_baseline_labels_every_time", n / t_naive, "spans/s")
+    emit("processors", "metric_updates_speedup_vs_baseline", t_naive / t_cached, "x")
+
+
+def main() -> None:
+    pin_one_core()
+    sizes = [1_000, 10_000] if quick() else [1_000, 10_000, 100_000]
+    bench_chain(sizes)
+    bench_metrics(20_000 if quick() else 100_000)
+
+
+if __name__ == "__main__":
+    main()
