@@ -1,0 +1,37 @@
+#!/bin/sh
+# Entrypoint of the llm-observe all-in-one image (docker/Dockerfile):
+#  1. at first start, generate the Grafana admin password into the data volume
+#     (no fixed admin/admin; `llm-observe start` reads and prints it);
+#  2. render the provisioning at every start (a new image brings new dashboards);
+#  3. export the collector settings (values given with `docker run -e` win);
+#  4. hand over to supervisord.
+# The LLM_OBSERVE_* path variables below exist for tests; the image uses the defaults.
+set -eu
+
+DATA="${LLM_OBSERVE_DATA_DIR:-/var/lib/llm-observe}"
+LOGS="${LLM_OBSERVE_LOG_DIR:-/var/log/llm-observe}"
+PROV="${LLM_OBSERVE_PROVISIONING_DIR:-/etc/llm-observe/provisioning}"
+SUPERVISOR_CONF="${LLM_OBSERVE_SUPERVISOR_CONF:-/etc/llm-observe/supervisord.conf}"
+SUPERVISORD="${LLM_OBSERVE_SUPERVISORD:-/usr/bin/supervisord}"
+
+for d in grafana prometheus tempo loki alloy spool; do mkdir -p "$DATA/$d"; done
+mkdir -p "$LOGS" "$PROV"
+
+PASSWORD_FILE="$DATA/grafana/admin-password"
+if [ ! -s "$PASSWORD_FILE" ]; then
+    (umask 077 && python3 -c 'import secrets; print(secrets.token_urlsafe(18))' \
+        > "$PASSWORD_FILE.tmp" && mv "$PASSWORD_FILE.tmp" "$PASSWORD_FILE")
+    echo "llm-observe: Grafana admin password (user admin): $(cat "$PASSWORD_FILE")"
+    echo "llm-observe: kept in $PASSWORD_FILE on the data volume; \`llm-observe start\` prints it"
+fi
+
+llm-observe render --profile container --out "$PROV" --data-dir "$DATA" --log-dir "$LOGS" \
+    ${LLM_OBSERVE_SCRAPE_INTERVAL:+--scrape-interval "$LLM_OBSERVE_SCRAPE_INTERVAL"}
+
+while IFS='=' read -r key value; do
+    case "$key" in ''|'#'*) continue ;; esac
+    # keys are LLM_OBSERVE_[A-Z_]+ from our own template, so eval is safe here
+    if eval "[ -z \"\${$key+set}\" ]"; then export "$key=$value"; fi
+done < "$PROV/collector/collector.env"
+
+exec "$SUPERVISORD" -n -c "$SUPERVISOR_CONF"

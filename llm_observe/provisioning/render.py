@@ -1,0 +1,143 @@
+"""``llm-observe render --out DIR``: write every provisioning file from the Jinja templates.
+
+Layout written under DIR (the container renders into /etc/llm-observe/provisioning
+at every start, so a new image brings new dashboards)::
+
+    prometheus/prometheus.yml         scrape config for the collector's /metrics
+    tempo/tempo.yaml                  trace backend (OTLP gRPC in on loopback, local storage)
+    loki/loki.yaml, alloy/config.alloy   logs: Alloy tails the collector's log into Loki
+    collector/collector.env           the collector's own settings (LLM_OBSERVE_* lines)
+    grafana/grafana.ini               Grafana server settings (WAL, no default password)
+    grafana/provisioning/...          datasources + dashboard provider
+    grafana/dashboards/*.json         the four dashboards of spec 2.7
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from llm_observe.errors import ConfigError
+from llm_observe.provisioning import links
+from llm_observe.provisioning.params import (
+    FOLDER,
+    LOKI_UID,
+    PROFILES,
+    PROMETHEUS_UID,
+    TEMPO_UID,
+    RenderParams,
+)
+
+# template (relative to templates/) -> output file (relative to --out)
+OUTPUTS: tuple[tuple[str, str], ...] = (
+    ("prometheus/prometheus.yml.j2", "prometheus/prometheus.yml"),
+    ("tempo/tempo.yaml.j2", "tempo/tempo.yaml"),
+    ("loki/loki.yaml.j2", "loki/loki.yaml"),
+    ("alloy/config.alloy.j2", "alloy/config.alloy"),
+    ("collector/collector.env.j2", "collector/collector.env"),
+    ("grafana/grafana.ini.j2", "grafana/grafana.ini"),
+    ("grafana/provisioning/datasources/llm-observe.yaml.j2",
+     "grafana/provisioning/datasources/llm-observe.yaml"),
+    ("grafana/provisioning/dashboards/llm-observe.yaml.j2",
+     "grafana/provisioning/dashboards/llm-observe.yaml"),
+    ("grafana/dashboards/llm-latency-ttft.json.j2", "grafana/dashboards/llm-latency-ttft.json"),
+    ("grafana/dashboards/llm-cost.json.j2", "grafana/dashboards/llm-cost.json"),
+    ("grafana/dashboards/llm-error-retry.json.j2", "grafana/dashboards/llm-error-retry.json"),
+    ("grafana/dashboards/llm-security-safety.json.j2",
+     "grafana/dashboards/llm-security-safety.json"),
+)
+# Grafana logs an error for each provisioning folder it cannot read; create them empty.
+EMPTY_DIRS = ("grafana/provisioning/plugins", "grafana/provisioning/alerting")
+DASHBOARD_FILES = tuple(out for _, out in OUTPUTS if out.startswith("grafana/dashboards/"))
+
+
+def template_context(params: RenderParams, out_dir: Path) -> dict[str, Any]:
+    """Everything a template may reference: the params, derived paths, UIDs and links."""
+    context: dict[str, Any] = {f: getattr(params, f) for f in params.__dataclass_fields__}
+    context.update(params.paths(out_dir))
+    context.update(
+        scrape_timeout=params.scrape_timeout(),
+        folder=FOLDER,
+        prometheus_uid=PROMETHEUS_UID,
+        tempo_uid=TEMPO_UID,
+        loki_uid=LOKI_UID,
+        trace_metric_tags=links.TRACE_METRIC_TAGS,
+        trace_metric_queries=links.TRACE_METRIC_QUERIES,
+        slow_spans_url=links.explore_traces_url(TEMPO_UID, links.slow_spans_traceql()),
+    )
+    return context
+
+
+def render_file(template: str, params: RenderParams, out_dir: Path) -> str:
+    """The text of one template rendered for ``out_dir`` (nothing is written)."""
+    import jinja2  # only the render path needs Jinja
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(files("llm_observe.provisioning") / "templates")),
+        undefined=jinja2.StrictUndefined,  # a typo in a template fails loudly
+        keep_trailing_newline=True,
+        autoescape=False,  # YAML/JSON/INI, not HTML; JSON values go through |tojson
+    )
+    return env.get_template(template).render(template_context(params, out_dir))
+
+
+def render_all(params: RenderParams, out_dir: Path,
+               only: tuple[str, ...] | None = None) -> list[Path]:
+    """Render every template (or the outputs named in ``only``) into ``out_dir``; return paths."""
+    params.validate()
+    written: list[Path] = []
+    for template, output in OUTPUTS:
+        if only is not None and output not in only:
+            continue
+        path = out_dir / output
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_file(template, params, out_dir), encoding="utf-8")
+        written.append(path)
+    if only is None:
+        for d in EMPTY_DIRS:
+            (out_dir / d).mkdir(parents=True, exist_ok=True)
+    return written
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    """Options of ``llm-observe render``."""
+    d = RenderParams()
+    parser.add_argument("--out", required=True, type=Path, help="directory to write into")
+    parser.add_argument("--profile", choices=PROFILES, default="native",
+                        help="native: all on 127.0.0.1, state under --out; "
+                             "container: the all-in-one image's hosts and paths")
+    parser.add_argument("--scrape-interval",
+                        help=f"Prometheus scrape interval ({d.scrape_interval})")
+    parser.add_argument("--metrics-host", help="host Prometheus scrapes /metrics on (127.0.0.1)")
+    parser.add_argument("--metrics-port", type=int,
+                        help=f"collector /metrics port ({d.metrics_port})")
+    parser.add_argument("--api-port", type=int, help=f"collector REST API port ({d.api_port})")
+    parser.add_argument("--otlp-port", type=int, help=f"collector OTLP gRPC port ({d.otlp_port})")
+    parser.add_argument("--prometheus-port", type=int,
+                        help=f"Prometheus UI/API port ({d.prometheus_port})")
+    parser.add_argument("--grafana-port", type=int, help=f"Grafana port ({d.grafana_port})")
+    parser.add_argument("--tempo-otlp-port", type=int,
+                        help=f"Tempo's internal OTLP gRPC port ({d.tempo_otlp_port})")
+    parser.add_argument("--data-dir", help="state directory (default: OUT/data, container: "
+                                           "/var/lib/llm-observe)")
+    parser.add_argument("--log-dir", help="log directory (default: OUT/logs, container: "
+                                          "/var/log/llm-observe)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Render; print one line naming the directory, or the bad option."""
+    try:
+        params = RenderParams.for_profile(
+            args.profile, scrape_interval=args.scrape_interval, metrics_host=args.metrics_host,
+            metrics_port=args.metrics_port, api_port=args.api_port, otlp_port=args.otlp_port,
+            prometheus_port=args.prometheus_port, grafana_port=args.grafana_port,
+            tempo_otlp_port=args.tempo_otlp_port, data_dir=args.data_dir, log_dir=args.log_dir)
+        written = render_all(params, args.out)
+    except ConfigError as exc:
+        print(f"llm-observe render: {exc}", file=sys.stderr)
+        return 2
+    print(f"rendered {len(written)} files into {args.out.resolve()} ({params.profile} profile)")
+    return 0
