@@ -1,0 +1,53 @@
+"""What a scan reports: findings (type, name, offsets) and the two verdicts.
+
+A finding never carries the matched text: findings travel into logs, span
+attributes and API answers, and a secret copied there would be leaked by the very
+tool that was meant to catch it. Callers who hold the text can slice it themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+FindingType = Literal["pii", "injection"]
+PII: FindingType = "pii"
+INJECTION: FindingType = "injection"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One match: ``text[start:end]`` of the scanned text is a ``name`` of ``type``."""
+
+    type: FindingType
+    name: str
+    start: int
+    end: int
+    severity: str = "medium"
+    # Which text was scanned: "prompt" / "completion" on spans, "text" for a plain scan.
+    field: str = "text"
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (no matched text, by design)."""
+        return {"type": self.type, "name": self.name, "start": self.start, "end": self.end,
+                "severity": self.severity, "field": self.field}
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """All findings of one scan, ordered by start offset."""
+
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def pii_detected(self) -> bool:
+        return any(f.type == PII for f in self.findings)
+
+    @property
+    def injection_attempt(self) -> bool:
+        return any(f.type == INJECTION for f in self.findings)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form: the two verdicts and the findings."""
+        return {"pii_detected": self.pii_detected, "injection_attempt": self.injection_attempt,
+                "findings": [f.as_dict() for f in self.findings]}

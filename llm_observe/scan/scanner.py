@@ -1,0 +1,182 @@
+"""The matcher: one Aho-Corasick pass for every phrase, gated regexes for the rest.
+
+Cost model (what the design is for): on a ~200-character prompt, running two dozen
+regexes with ``re`` costs tens of microseconds, while one pyahocorasick pass over the
+folded text costs a few. So the automaton holds, besides every injection phrase, each
+regex's *triggers* (literal substrings such as ``@``, ``sk-``, ``akia``); a regex runs
+only when one of its triggers occurred, or, for number-shaped PII, when the text holds
+a digit run at least ``min_digits`` long (found by one small regex). Ordinary text
+therefore pays for the fold, one automaton pass and one digit search.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import ahocorasick
+
+from llm_observe.scan.findings import INJECTION, Finding, FindingType, ScanResult
+from llm_observe.scan.normalize import fold
+from llm_observe.scan.patterns import PatternEntry, PatternSet
+from llm_observe.scan.validators import VALIDATORS
+
+# Digits joined by at most two separator characters: "4111 1111 1111 1111",
+# "(212) 555-0100", "192.168.0.1" are each one run.
+# [0-9] rather than \d: the PII regexes use ASCII digits, and the range test is faster.
+_DIGIT_RUN = re.compile(r"[0-9](?:[ \-./()+]{0,2}[0-9])*")
+_NOT_DIGITS = str.maketrans("", "", " -./()+")
+# A phrase right after a negation is an instruction *against* the attack ("never reveal
+# your system prompt" is a normal system prompt), so it is not a finding.
+_NEGATIONS = ("not ", "never ", "n't ", "n\u2019t ")
+_EMPTY = ScanResult()
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _continues_word(text: str, i: int) -> bool:
+    # "act as dan's sitter": an apostrophe followed by a letter continues the word.
+    ch = text[i]
+    return _is_word(ch) or (ch in "'\u2019" and i + 1 < len(text) and _is_word(text[i + 1]))
+
+
+def _needs_boundary(ch: str) -> bool:
+    # Scripts written without spaces (CJK from U+2E80 on) have no word boundaries to check.
+    return _is_word(ch) and ord(ch) < 0x2E80
+
+
+@dataclass(frozen=True, slots=True)
+class _Regex:
+    type: FindingType
+    name: str
+    severity: str
+    pattern: re.Pattern[str]
+    validator: Callable[[str], bool] | None
+
+
+# Automaton value: (phrase length, phrase entry index or -1, trigger bit mask,
+# check left boundary, check right boundary, apply the negation guard).
+_Value = tuple[int, int, int, bool, bool, bool]
+
+
+class Scanner:
+    """Finds PII and injection phrases in text; build once per PatternSet, share freely."""
+
+    def __init__(self, patterns: PatternSet) -> None:
+        self.patterns = patterns
+        self._entries: list[PatternEntry] = list(patterns.entries)
+        self._regexes: list[_Regex] = []
+        self._always = 0          # bits of regexes without any gate
+        self._both = 0            # bits of regexes gated by triggers AND min_digits
+        self._digits_only = 0     # bits of regexes gated by min_digits alone
+        self._digit_gates: list[tuple[int, int]] = []  # (min_digits, bit), ascending
+        keys: dict[str, list[int]] = {}  # key -> [phrase entry index, trigger mask]
+        for index, entry in enumerate(self._entries):
+            for phrase in entry.phrases:
+                keys.setdefault(phrase, [-1, 0])[0] = index
+            if entry.regex is None:
+                continue
+            bit = 1 << len(self._regexes)
+            self._regexes.append(_Regex(
+                entry.kind, entry.name, entry.severity, entry.regex,
+                VALIDATORS[entry.validator] if entry.validator else None))
+            for trigger in entry.triggers:
+                keys.setdefault(trigger, [-1, 0])[1] |= bit
+            if entry.min_digits is not None:
+                self._digit_gates.append((entry.min_digits, bit))
+                if entry.triggers:
+                    self._both |= bit
+                else:
+                    self._digits_only |= bit
+            elif not entry.triggers:
+                self._always |= bit
+        self._digit_gates.sort()
+        self._automaton: ahocorasick.Automaton | None = None
+        if keys:
+            automaton = ahocorasick.Automaton()
+            for key, (index, mask) in keys.items():
+                guard = index >= 0 and self._entries[index].kind == "injection"
+                value: _Value = (len(key), index, mask, _needs_boundary(key[0]),
+                                 _needs_boundary(key[-1]), guard)
+                automaton.add_word(key, value)
+            automaton.make_automaton()
+            self._automaton = automaton
+
+    def scan(self, text: str, field: str = "text") -> ScanResult:
+        """Scan ``text``; findings' offsets index ``text`` itself; ``field`` labels them."""
+        if not text:
+            return _EMPTY
+        findings: list[Finding] = []
+        triggered = 0
+        if self._automaton is not None:
+            folded = fold(text)
+            norm = folded.text
+            last = len(norm) - 1
+            spans: list[tuple[int, int, int]] = []
+            value: _Value
+            for end, value in self._automaton.iter(norm):
+                length, index, mask, left, right, guard = value
+                triggered |= mask
+                if index < 0:
+                    continue
+                start = end - length + 1
+                if (left and start > 0 and _is_word(norm[start - 1])) or \
+                        (right and end < last and _continues_word(norm, end + 1)) or \
+                        (guard and norm[max(0, start - 7):start].endswith(_NEGATIONS)):
+                    continue
+                spans.append((start, end + 1, index))
+            if spans:
+                findings.extend(self._phrase_findings(spans, folded.span, field))
+        # Injection regexes are the fallback for forms the phrases miss: one already
+        # covered by a phrase finding would report the same occurrence twice.
+        covered = [(f.start, f.end) for f in findings if f.type == INJECTION]
+        both = self._both
+        fired = self._always | (triggered & ~both)
+        if self._digits_only or triggered & both:
+            fired |= self._digit_gate_bits(text) & (self._digits_only | triggered)
+        while fired:
+            low = fired & -fired
+            fired ^= low
+            rx = self._regexes[low.bit_length() - 1]
+            for m in rx.pattern.finditer(text):
+                start, end = m.span()
+                if start == end or (rx.validator is not None and not rx.validator(m.group())):
+                    continue
+                if rx.type == INJECTION and any(s < end and start < e for s, e in covered):
+                    continue
+                findings.append(Finding(rx.type, rx.name, start, end, rx.severity, field))
+        if not findings:
+            return _EMPTY
+        findings.sort(key=lambda f: (f.start, f.end))
+        return ScanResult(tuple(findings))
+
+    def _phrase_findings(self, spans: list[tuple[int, int, int]],
+                         to_original: Callable[[int, int], tuple[int, int]],
+                         field: str) -> list[Finding]:
+        # Keep one finding per occurrence: a phrase inside a longer phrase of the same
+        # entry ("disregard the above" in "disregard the above instructions") is dropped.
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        out: list[Finding] = []
+        reach: dict[int, int] = {}
+        for start, end, index in spans:
+            if reach.get(index, -1) >= end:
+                continue
+            reach[index] = end
+            entry = self._entries[index]
+            o_start, o_end = to_original(start, end)
+            out.append(Finding(entry.kind, entry.name, o_start, o_end, entry.severity, field))
+        return out
+
+    def _digit_gate_bits(self, text: str) -> int:
+        longest = 0
+        for run in _DIGIT_RUN.findall(text):
+            longest = max(longest, len(run.translate(_NOT_DIGITS)))
+        bits = 0
+        for min_digits, bit in self._digit_gates:
+            if min_digits > longest:
+                break
+            bits |= bit
+        return bits
