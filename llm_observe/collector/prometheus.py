@@ -54,7 +54,8 @@ class LabelLimits:
 class _Group:
     """Cached label children for one (model, provider, service_name)."""
 
-    __slots__ = ("completion", "cost", "finish", "key", "latency", "prompt", "spans", "ttft")
+    __slots__ = ("completion", "cost", "finish", "injection", "key", "latency", "pii", "prompt",
+                 "spans", "ttft", "unpriced")
 
     def __init__(self, m: LlmMetrics, key: tuple[str, str, str]) -> None:
         self.key = key
@@ -63,6 +64,9 @@ class _Group:
         self.cost = m.cost.labels(*key)
         self.latency = m.latency.labels(*key)
         self.ttft = m.ttft.labels(*key)
+        self.pii = m.pii.labels(key[2])
+        self.injection = m.injection.labels(key[2])
+        self.unpriced = m.unpriced.labels(key[0], key[1])
         self.finish: dict[str, Any] = {}
         self.spans: dict[tuple[str, bool], Any] = {}
 
@@ -140,15 +144,15 @@ class LlmMetrics:
                 if span.cost_usd_micro:
                     g.cost.inc(span.cost_usd_micro)
             else:
-                self.unpriced.labels(g.key[0], g.key[1]).inc()
+                g.unpriced.inc()
             if span.latency_ms_total is not None:
                 g.latency.observe(span.latency_ms_total)
             if span.latency_ms_ttft is not None:
                 g.ttft.observe(span.latency_ms_ttft)
             if span.pii_detected:
-                self.pii.labels(g.key[2]).inc()
+                g.pii.inc()
             if span.injection_attempt:
-                self.injection.labels(g.key[2]).inc()
+                g.injection.inc()
             if span.finish_reason:
                 child = g.finish.get(span.finish_reason)
                 if child is None:
