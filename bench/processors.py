@@ -14,17 +14,17 @@ Run from the repository root: python -m bench.processors [--quick]
 
 from __future__ import annotations
 
-from llm_observe.pricing import load_price_table
-from llm_observe.processors.cost import CostProcessor
-from llm_observe.processors.scan import ScanProcessor
-from llm_observe.processors.tokens import TokensProcessor
-from llm_observe.scan import Scanner, load_patterns
 from prometheus_client import CollectorRegistry
 
 from bench._common import COMPLETIONS, PROMPTS, emit, median_time, pin_one_core, quick, rng
 from llm_observe.collector.prometheus import LlmMetrics
+from llm_observe.pricing import load_price_table
 from llm_observe.processors.base import ProcessorChain
+from llm_observe.processors.cost import CostProcessor
 from llm_observe.processors.sampling import SamplingProcessor
+from llm_observe.processors.scan import ScanProcessor
+from llm_observe.processors.tokens import TokensProcessor
+from llm_observe.scan import Scanner, load_patterns
 from llm_observe.span import LlmSpan
 
 MODELS = [("gpt-4o", "openai"), ("gpt-4o-mini", "openai"), ("claude-3-5-sonnet-20241022",
