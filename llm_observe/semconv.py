@@ -104,3 +104,89 @@ def normalize_finish_reason(value: str | None) -> str | None:
     if not value:
         return None
     return FINISH_REASON_ALIASES.get(value, FINISH_REASON_ALIASES.get(value.lower(), value))
+
+
+# --- Instrumentation (llm_observe/instrument/) --------------------------------
+# Free-form set_metadata(key, value) keys that have no key above land under this
+# prefix: set_metadata("tenant", "acme") -> "llm_observe.metadata.tenant".
+METADATA_PREFIX: Final = _P + "metadata."
+# Name of the instrumentation scope (tracer) of every span the library emits.
+INSTRUMENTATION_SCOPE: Final = "llm_observe.instrument"
+# Environment switch for prompt/completion capture on spans ("false" turns it off).
+ENV_CAPTURE_CONTENT: Final = "LLM_OBSERVE_CAPTURE_CONTENT"
+
+
+# --- OTLP receiver: dialect keys (receiver/dialects.py; table in docs/attribute-mapping.md) ---
+# OTel GenAI semconv, older and extra keys
+# (https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/)
+GEN_AI_USAGE_TOTAL_TOKENS: Final = "gen_ai.usage.total_tokens"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+# Semconv <= 1.27 put content in span events carrying these attributes; OpenLIT
+# still does, and newer OpenLIT versions also set them as span attributes.
+GEN_AI_CONTENT_PROMPT_EVENT: Final = "gen_ai.content.prompt"
+GEN_AI_CONTENT_COMPLETION_EVENT: Final = "gen_ai.content.completion"
+GEN_AI_PROMPT: Final = "gen_ai.prompt"
+GEN_AI_COMPLETION: Final = "gen_ai.completion"
+
+# OpenLLMetry (traceloop/openllmetry, packages/opentelemetry-semantic-conventions-ai,
+# semconv_ai/__init__.py and its MIGRATION.md v0.4 -> v0.5)
+OLLM_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read_input_tokens"  # <= 0.4
+OLLM_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation_input_tokens"
+OLLM_PROMPT_PREFIX: Final = "gen_ai.prompt."  # gen_ai.prompt.{i}.content / .role
+OLLM_COMPLETION_PREFIX: Final = "gen_ai.completion."  # gen_ai.completion.{i}.content
+OLLM_RESPONSE_FINISH_REASON: Final = "llm.response.finish_reason"
+OLLM_GEN_AI_RESPONSE_FINISH_REASON: Final = "gen_ai.response.finish_reason"
+OLLM_COMPLETION_CHUNK_EVENT: Final = "llm.content.completion.chunk"  # one event per chunk
+OLLM_GEN_AI_COMPLETION_CHUNK_EVENT: Final = "gen_ai.content.completion.chunk"  # >= 0.5
+OLLM_REQUEST_TYPE: Final = "llm.request.type"
+OLLM_SPAN_KIND: Final = "traceloop.span.kind"
+# The llm.* keys of older OpenLLMetry releases (and tools that copied them).
+LLM_USAGE_PROMPT_TOKENS: Final = "llm.usage.prompt_tokens"
+LLM_USAGE_COMPLETION_TOKENS: Final = "llm.usage.completion_tokens"
+LLM_USAGE_INPUT_TOKENS: Final = "llm.usage.input_tokens"
+LLM_USAGE_OUTPUT_TOKENS: Final = "llm.usage.output_tokens"
+LLM_USAGE_TOTAL_TOKENS: Final = "llm.usage.total_tokens"
+LLM_USAGE_CACHE_READ_INPUT_TOKENS: Final = "llm.usage.cache_read_input_tokens"
+LLM_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "llm.usage.cache_creation_input_tokens"
+LLM_VENDOR: Final = "llm.vendor"
+LLM_REQUEST_MODEL: Final = "llm.request.model"
+LLM_RESPONSE_MODEL: Final = "llm.response.model"
+
+# OpenInference (Arize-ai/openinference, openinference-semantic-conventions
+# src/openinference/semconv/trace/__init__.py; spec/semantic_conventions.md)
+OI_SPAN_KIND: Final = "openinference.span.kind"
+OI_SPAN_KIND_LLM: Final = "LLM"
+OI_MODEL_NAME: Final = "llm.model_name"
+OI_REQUEST_MODEL_NAME: Final = "llm.request.model_name"
+OI_RESPONSE_MODEL_NAME: Final = "llm.response.model_name"
+OI_PROVIDER: Final = "llm.provider"
+OI_SYSTEM: Final = "llm.system"
+OI_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
+OI_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
+OI_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
+OI_TOKEN_COUNT_CACHE_READ: Final = "llm.token_count.prompt_details.cache_read"
+OI_TOKEN_COUNT_CACHE_WRITE: Final = "llm.token_count.prompt_details.cache_write"
+OI_FINISH_REASON: Final = "llm.finish_reason"
+OI_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages."  # {i}.message.content / .role
+OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
+OI_MESSAGE_CONTENT_SUFFIX: Final = ".message.content"
+OI_INPUT_VALUE: Final = "input.value"
+OI_INPUT_MIME_TYPE: Final = "input.mime_type"
+OI_OUTPUT_VALUE: Final = "output.value"
+OI_OUTPUT_MIME_TYPE: Final = "output.mime_type"
+OI_SESSION_ID: Final = "session.id"
+OI_INVOCATION_PARAMETERS: Final = "llm.invocation_parameters"  # JSON; "model" = requested
+OI_FIRST_TOKEN_EVENT: Final = "First Token Stream Event"
+
+# OpenLIT (openlit/openlit, sdk/python/src/openlit/semcov/__init__.py)
+OPENLIT_SERVER_TTFT: Final = "gen_ai.server.time_to_first_token"  # seconds
+OPENLIT_USAGE_COST: Final = "gen_ai.usage.cost"  # USD, their own estimate; we price ourselves
+
+# Other tools' TTFT key seen in the wild (Sentry relay conventions), seconds.
+GEN_AI_RESPONSE_TIME_TO_FIRST_TOKEN: Final = "gen_ai.response.time_to_first_token"
+
+# Enrichment and transition keys added by the forwarder / toolchain processor.
+PROCESSOR_ERRORS: Final = _P + "processor_errors"
+TOOL_CALL_TURN: Final = _P + "tool_call_turn"
+TOOL_CALL_FROM_SPAN: Final = _P + "tool_call_from_span_id"
+SCOPE_NAME: Final = "llm-observe"

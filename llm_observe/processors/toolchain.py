@@ -6,18 +6,63 @@ next LLM span of the same trace carries the chain's cumulative cost in
 evicted past ``max_traces`` and idle traces expire after ``ttl_s``. The REST
 endpoints ``/v1/tool-call/track`` and ``/clear`` share the same tracker, so both
 doors see one state.
+
+Each ``tool_calls`` span also gets a *transition span* (``span.extra[TRANSITION]``):
+a child of the LLM span that marks the hand-over from the model to the tools, so
+Grafana's trace view shows where each turn of the chain ends and what the chain
+had cost so far. The forwarder sends it to Tempo; it is no LLM call, so it never
+touches the LLM metrics.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from llm_observe import semconv
 from llm_observe.span import LlmSpan
 
 TOOL_CALLS = "tool_calls"
+TRANSITION = "tool_call_transition"  # key in LlmSpan.extra
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionSpan:
+    """The intermediate span emitted after a ``tool_calls`` LLM span (spec 4.14).
+
+    Ids are hex strings like LlmSpan's; ``span_id`` is derived from the parent's
+    id, so a retried request yields the same transition span, not a second one.
+    """
+
+    trace_id: str
+    parent_span_id: str
+    span_id: str
+    name: str
+    start_time_ns: int
+    end_time_ns: int
+    attributes: dict[str, str | int | bool] = field(default_factory=dict)
+
+
+def transition_for(span: LlmSpan, state: ChainState) -> TransitionSpan:
+    """The transition span for a ``tool_calls`` span, at the moment the LLM call ended."""
+    start = span.start_time_ns if span.start_time_ns is not None else time.time_ns()
+    end_of_call = start + (span.latency_ms_total or 0) * 1_000_000
+    span_id = hashlib.sha256(f"transition:{span.span_id}".encode()).hexdigest()[:16]
+    return TransitionSpan(
+        trace_id=span.trace_id, parent_span_id=span.span_id, span_id=span_id,
+        name=f"tool calls (turn {state.tool_call_turns})",
+        start_time_ns=end_of_call, end_time_ns=end_of_call,
+        attributes={
+            semconv.TRANSITION: True,
+            semconv.TOOL_CALL_TURN: state.tool_call_turns,
+            semconv.TOOL_CALL_FROM_SPAN: span.span_id,
+            semconv.TRACE_COST_USD_MICRO: state.cumulative_cost_usd_micro,
+            semconv.GEN_AI_REQUEST_MODEL: span.model,
+            semconv.SERVICE: span.service_name,
+        })
 
 
 @dataclass(slots=True)
@@ -92,7 +137,8 @@ class ToolChainTracker:
 
 
 class ToolchainProcessor:
-    """Feeds LLM spans to the tracker and stamps the cumulative trace cost on them."""
+    """Feeds LLM spans to the tracker, stamps the cumulative trace cost on them and
+    attaches a transition span to every ``tool_calls`` span."""
 
     name = "toolchain"
     blocking = False
@@ -106,3 +152,5 @@ class ToolchainProcessor:
                                        finish_reason=span.finish_reason, open_chain=False)
             if state is not None:
                 span.trace_cost_usd_micro = state.cumulative_cost_usd_micro
+                if span.finish_reason == TOOL_CALLS:
+                    span.extra[TRANSITION] = transition_for(span, state)

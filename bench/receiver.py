@@ -1,0 +1,424 @@
+"""OTLP receiver benchmark (issue 4): floor vs full receiver, with and without text, outage.
+
+Three processes per run, as in production: the load (a grpc client sending
+pre-encoded 512-span requests from N concurrent streams), the server under test,
+and a loopback OTLP sink standing in for Tempo. Prints JSON lines:
+
+- ``floor_aio`` / ``floor_thread``: a bare TraceService (grpc.aio, and a sync
+  thread-pool server) that only decodes each request with the official
+  opentelemetry-proto classes and walks every span's attributes into a dict;
+- ``full``: ``start_receiver`` + every processor ``build_collector`` assembles +
+  Prometheus exporter + OTLP forwarder to the sink; ratio against the aio floor;
+- ``*_text``: the same with ~200-character prompt and completion on every span;
+- ``outage``: the sink stops for ``--outage-s`` seconds mid-run and comes back;
+  the load retries refused requests as an SDK does; spans lost = accepted - received.
+
+Spans/s counts spans the server answered OK; p99 is the client-side latency of one
+Export call; server CPU µs per span is the server process's CPU time over the spans
+it took (less sensitive than wall time to other work on a shared machine). Servers
+are run alternately ``--repeats`` times and the median of each figure is kept.
+
+Run from the repository root:
+``python -m bench.receiver [--quick] [--outage-s 30] [--seconds 5] [--repeats 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import random
+import statistics
+import time
+from typing import Any
+
+from bench._common import COMPLETIONS, PROMPTS, emit
+
+BATCH = 512
+PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+MODELS = [("gpt-4o", "openai"), ("gpt-4o-mini", "openai"), ("claude-3-5-sonnet-20241022",
+          "anthropic"), ("gemini-1.5-pro", "gemini"), ("mistral-large-latest", "mistral")]
+SERVICES = ["checkout", "search", "support", "reports"]
+
+
+# --- load ---------------------------------------------------------------------------
+
+def make_requests(n_requests: int, text: bool, seed: int = 42) -> list[bytes]:
+    """Distinct ExportTraceServiceRequests of BATCH GenAI-semconv spans each."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    def kv(key: str, value: Any) -> KeyValue:
+        if isinstance(value, bool):
+            return KeyValue(key=key, value=AnyValue(bool_value=value))
+        if isinstance(value, int):
+            return KeyValue(key=key, value=AnyValue(int_value=value))
+        if isinstance(value, float):
+            return KeyValue(key=key, value=AnyValue(double_value=value))
+        if isinstance(value, list):
+            any_value = AnyValue()
+            any_value.array_value.values.extend(AnyValue(string_value=v) for v in value)
+            return KeyValue(key=key, value=any_value)
+        return KeyValue(key=key, value=AnyValue(string_value=value))
+
+    r = random.Random(seed)
+    out = []
+    for q in range(n_requests):
+        req = ExportTraceServiceRequest()
+        rs = req.resource_spans.add()
+        rs.resource.attributes.extend([kv("service.name", SERVICES[q % len(SERVICES)]),
+                                       kv("telemetry.sdk.language", "python")])
+        ss = rs.scope_spans.add()
+        ss.scope.name = "opentelemetry.instrumentation.openai"
+        for i in range(BATCH):
+            model, provider = MODELS[i % len(MODELS)]
+            span = ss.spans.add(trace_id=r.randbytes(16), span_id=r.randbytes(8),
+                                parent_span_id=r.randbytes(8), name=f"chat {model}", kind=3)
+            latency_ms = r.randint(900, 9000)
+            span.start_time_unix_nano = 1_750_000_000_000_000_000 + i * 1000
+            span.end_time_unix_nano = span.start_time_unix_nano + latency_ms * 10**6
+            span.status.code = 1
+            attrs: dict[str, Any] = {
+                "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider,
+                "gen_ai.request.model": model, "gen_ai.response.model": model,
+                "gen_ai.response.id": f"chatcmpl-{q}-{i}", "gen_ai.usage.input_tokens":
+                r.randint(30, 60), "gen_ai.usage.output_tokens": r.randint(20, 50),
+                "gen_ai.response.finish_reasons": ["stop"],
+                "gen_ai.response.time_to_first_chunk": r.randint(50, 800) / 1000,
+                "server.address": "api.example.com", "server.port": 443,
+                "gen_ai.request.temperature": 0.7}
+            if i % 17 == 0:
+                attrs["llm_observe.retry_count"] = 1
+            if text:
+                attrs["llm_observe.prompt"] = PROMPTS[(q + i) % len(PROMPTS)]
+                attrs["llm_observe.completion"] = COMPLETIONS[(q + i) % len(COMPLETIONS)]
+            span.attributes.extend(kv(k, v) for k, v in attrs.items())
+        out.append(req.SerializeToString())
+    return out
+
+
+def run_load(port: int, requests: list[bytes], seconds: float, warmup: float, streams: int,
+             once: bool, results: Any) -> None:
+    """Send requests (cycled, or each once) from ``streams`` concurrent calls."""
+    import grpc
+    from google.rpc import error_details_pb2
+
+    async def main() -> tuple[int, list[float], int]:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=[
+            ("grpc.max_send_message_length", 64 * 1024 * 1024)])
+        rpc = channel.unary_unary(PATH)
+        start = time.perf_counter()
+        measure_from, deadline = start + warmup, start + warmup + seconds
+        latencies: list[float] = []
+        accepted = refused = 0
+        queue = list(range(len(requests)))
+        next_index = 0
+
+        async def stream() -> None:
+            nonlocal accepted, refused, next_index
+            while once or time.perf_counter() < deadline:
+                if once:
+                    if not queue:
+                        return
+                    index = queue.pop(0)
+                else:
+                    index, next_index = next_index % len(requests), next_index + 1
+                while True:
+                    t0 = time.perf_counter()
+                    try:
+                        await rpc(requests[index], timeout=60)
+                    except grpc.aio.AioRpcError as error:
+                        refused += 1
+                        delay = 0.2
+                        for key, value in error.trailing_metadata() or ():
+                            if key == "google.rpc.retryinfo-bin":
+                                info = error_details_pb2.RetryInfo.FromString(value)
+                                delay = info.retry_delay.seconds + info.retry_delay.nanos / 1e9
+                        await asyncio.sleep(delay)
+                        continue
+                    t1 = time.perf_counter()
+                    if once or t0 >= measure_from:
+                        latencies.append(t1 - t0)
+                        accepted += BATCH
+                    break
+
+        await asyncio.gather(*(stream() for _ in range(streams)))
+        await channel.close()
+        return accepted, latencies, refused
+
+    accepted, latencies, extra = asyncio.run(main())
+    results.put((accepted, latencies, extra))
+
+
+# --- servers ------------------------------------------------------------------------
+
+def run_floor(flavour: str, ready: Any, stop: Any, report: Any) -> None:
+    """The floor: decode with the official classes, walk every attribute into a dict."""
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    handled = 0
+
+    def walk(data: bytes) -> bytes:
+        nonlocal handled
+        request = ExportTraceServiceRequest.FromString(data)
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    _ = {kv.key: kv.value for kv in span.attributes}
+                handled += len(ss.spans)
+        return b""
+
+    options = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
+    if flavour == "thread":
+        from concurrent.futures import ThreadPoolExecutor
+        server = grpc.server(ThreadPoolExecutor(8), options=options)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "opentelemetry.proto.collector.trace.v1.TraceService",
+            {"Export": grpc.unary_unary_rpc_method_handler(lambda d, c: walk(d))}),))
+        ready.put(server.add_insecure_port("127.0.0.1:0"))
+        server.start()
+        cpu = time.process_time()
+        stop.get()
+        report.put((handled, time.process_time() - cpu))
+        server.stop(0)
+        return
+
+    async def main() -> None:
+        async def handler(data: bytes, context: Any) -> bytes:
+            return walk(data)
+        server = grpc.aio.server(options=options)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "opentelemetry.proto.collector.trace.v1.TraceService",
+            {"Export": grpc.unary_unary_rpc_method_handler(handler)}),))
+        ready.put(server.add_insecure_port("127.0.0.1:0"))
+        await server.start()
+        cpu = time.process_time()
+        await asyncio.get_running_loop().run_in_executor(None, stop.get)
+        report.put((handled, time.process_time() - cpu))
+        await server.stop(0)
+    asyncio.run(main())
+
+
+def run_full(sink_port: int, flavour: str, ready: Any, stop: Any, report: Any,
+             queue_max_spans: int = 100_000) -> None:
+    """The product: start_receiver + build_collector + the OTLP forwarder to the sink."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from llm_observe.collector.assembly import build_collector
+    from llm_observe.collector.otlp import forwarder_from_settings
+    from llm_observe.collector.settings import Settings
+    from llm_observe.receiver import start_receiver
+
+    async def main() -> None:
+        settings = Settings(tempo_endpoint=f"127.0.0.1:{sink_port}",
+                            queue_max_spans=queue_max_spans)
+        registry = CollectorRegistry()
+        forwarder = forwarder_from_settings(settings, registry)
+        assert forwarder is not None
+        collector = build_collector(settings, registry, exporters=[forwarder])
+        receiver = await start_receiver(collector.pipeline, registry, "127.0.0.1", 0,
+                                        settings.otlp_max_message_bytes, flavour=flavour)
+        ready.put((receiver.port, [p.name for p in collector.pipeline.processors]))
+        cpu = time.process_time()
+        await asyncio.get_running_loop().run_in_executor(None, stop.get)
+        cpu = time.process_time() - cpu
+        await receiver.stop(1)
+        await collector.pipeline.shutdown(60)
+        text = generate_latest(registry).decode()
+        samples = {s.name + str(sorted(s.labels.items())): s.value
+                   for f in text_string_to_metric_families(text) for s in f.samples
+                   if s.name.startswith("llm_observe_")}
+        handled = sum(v for k, v in samples.items()
+                      if k.startswith("llm_observe_receiver_spans_accepted_total"))
+        report.put((int(handled), cpu, samples))
+    asyncio.run(main())
+
+
+def run_sink(ready: Any, commands: Any, answers: Any) -> None:
+    """Loopback OTLP sink: counts spans (unique ids too); 'down'/'up' stop/restart it."""
+    import grpc
+
+    from llm_observe.receiver.wire import Request
+
+    seen: set[bytes] = set()
+    count = 0
+
+    async def handler(data: bytes, context: Any) -> bytes:
+        nonlocal count
+        for rs in Request.FromString(data).resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    count += 1
+                    seen.add(span.span_id)
+        return b""
+
+    async def serve(port: int) -> Any:
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "opentelemetry.proto.collector.trace.v1.TraceService",
+            {"Export": grpc.unary_unary_rpc_method_handler(handler)}),))
+        bound = server.add_insecure_port(f"127.0.0.1:{port}")
+        await server.start()
+        return server, bound
+
+    async def main() -> None:
+        server, port = await serve(0)
+        ready.put(port)
+        loop = asyncio.get_running_loop()
+        while True:
+            command = await loop.run_in_executor(None, commands.get)
+            if command == "down":
+                await server.stop(0)
+            elif command == "up":
+                server, _ = await serve(port)
+            elif command == "count":
+                answers.put((count, len(seen)))
+            elif command == "quit":
+                await server.stop(0)
+                return
+    asyncio.run(main())
+
+
+# --- orchestration ------------------------------------------------------------------
+
+class Sink:
+    def __init__(self, ctx: Any) -> None:
+        self.commands, self.answers, ready = ctx.Queue(), ctx.Queue(), ctx.Queue()
+        self.process = ctx.Process(target=run_sink, args=(ready, self.commands, self.answers))
+        self.process.start()
+        self.port = ready.get(timeout=30)
+
+    def count(self) -> tuple[int, int]:
+        self.commands.put("count")
+        result: tuple[int, int] = self.answers.get(timeout=30)
+        return result
+
+    def close(self) -> None:
+        self.commands.put("quit")
+        self.process.join(10)
+
+
+def throughput(ctx: Any, server: str, requests: list[bytes], args: argparse.Namespace,
+               sink: Sink) -> tuple[float, float, float]:
+    """Run one server under load; returns (spans/s, p99 ms, server CPU µs per span)."""
+    ready, stop, report, results = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Queue()
+    if server.startswith("full"):
+        flavour = "threads" if server == "full_thread" else "aio"
+        proc = ctx.Process(target=run_full, args=(sink.port, flavour, ready, stop, report))
+    else:
+        proc = ctx.Process(target=run_floor,
+                           args=(server.removeprefix("floor_"), ready, stop, report))
+    proc.start()
+    started = ready.get(timeout=60)
+    port = started[0] if isinstance(started, tuple) else started
+    load = ctx.Process(target=run_load, args=(port, requests, args.seconds, args.warmup,
+                                              args.streams, False, results))
+    load.start()
+    accepted, latencies, _ = results.get(timeout=args.seconds + args.warmup + 120)
+    load.join()
+    stop.put(True)
+    handled, cpu = report.get(timeout=120)[:2]
+    proc.join(120)
+    p99 = statistics.quantiles(latencies, n=100)[98] * 1000 if len(latencies) > 2 else 0.0
+    return accepted / args.seconds, p99, cpu / max(handled, 1) * 1e6
+
+
+def unique_requests(n: int, bases: list[bytes]) -> list[bytes]:
+    """``n`` requests cycled from ``bases`` with fresh span ids, so losses can be counted."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+    out, counter = [], 0
+    for i in range(n):
+        request = ExportTraceServiceRequest.FromString(bases[i % len(bases)])
+        for span in request.resource_spans[0].scope_spans[0].spans:
+            counter += 1
+            span.span_id = counter.to_bytes(8, "big")
+        out.append(request.SerializeToString())
+    return out
+
+
+def outage(ctx: Any, requests: list[bytes], args: argparse.Namespace, sink: Sink) -> None:
+    """Tempo stops for ``--outage-s`` while the load sends more than the queue holds."""
+    ready, stop, report, results = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Queue()
+    queue = 20_000 if args.quick else 100_000
+    proc = ctx.Process(target=run_full, args=(sink.port, "aio", ready, stop, report, queue))
+    proc.start()
+    port, _ = ready.get(timeout=60)
+    before, _ = sink.count()
+    load = ctx.Process(target=run_load, args=(port, requests, 0, 0, args.streams, True, results))
+    load.start()
+    time.sleep(1.0)
+    sink.commands.put("down")
+    time.sleep(args.outage_s)
+    sink.commands.put("up")
+    accepted, _, refused = results.get(timeout=args.outage_s * 10 + 300)
+    load.join()
+    stop.put(True)  # the receiver stops; the forwarder drains (bounded) before exit
+    _, _, forwarder = report.get(timeout=300)
+    proc.join(60)
+    received, unique = sink.count()
+    lost = accepted - (unique - before)
+    emit("receiver", "outage_spans_lost", lost, "spans", accepted=accepted,
+         received=received - before, outage_s=args.outage_s, target=0, queue_max_spans=queue,
+         refused_requests=refused,
+         retries=sum(v for k, v in forwarder.items() if "retries_total" in k),
+         dropped=sum(v for k, v in forwarder.items() if "dropped_spans_total" in k))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--streams", type=int, default=4)
+    parser.add_argument("--outage-s", type=float, default=30.0)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.warmup, args.outage_s = 1.5, 0.5, min(args.outage_s, 3.0)
+        args.repeats = 1
+    ctx = mp.get_context("spawn")
+    sink = Sink(ctx)
+    try:
+        plain, text = make_requests(16, False), make_requests(16, True)
+        runs = [("floor_aio", plain), ("floor_thread", plain), ("full", plain),
+                ("full_thread", plain), ("floor_aio_text", text), ("full_text", text)]
+        runs = [(n, r) for n, r in runs if not args.only or args.only in n]
+        # The machine is shared: alternate the servers and keep the median of each.
+        samples: dict[str, list[tuple[float, float, float]]] = {n: [] for n, _ in runs}
+        for _ in range(args.repeats):
+            for name, requests in runs:
+                samples[name].append(throughput(ctx, name.removesuffix("_text"), requests,
+                                                args, sink))
+        figures = {n: tuple(statistics.median(x[i] for x in v) for i in range(3))
+                   for n, v in samples.items()}
+        for name, (rate, p99, cpu_us) in figures.items():
+            extra: dict[str, Any] = {"batch": BATCH, "streams": args.streams,
+                                     "text": name.endswith("_text"), "repeats": args.repeats}
+            if name.startswith("full"):
+                floor = figures.get("floor_aio_text" if extra["text"] else "floor_aio")
+                if floor:
+                    extra["ratio_vs_floor_aio"] = round(rate / floor[0], 3)
+                    extra["cpu_ratio_vs_floor_aio"] = round(floor[2] / cpu_us, 3)
+                extra["target"] = ">= 20000 spans/s" if extra["text"] else "ratio >= 0.5"
+            emit("receiver", f"{name}_spans_per_s", rate, "spans/s", **extra)
+            emit("receiver", f"{name}_p99_ms", p99, "ms", **extra)
+            emit("receiver", f"{name}_server_cpu_us_per_span", cpu_us, "us", **extra,
+                 spans_per_cpu_s=round(1e6 / cpu_us) if cpu_us else None)
+        if not args.only or "outage" in args.only:
+            bases = make_requests(8, False, seed=7)
+            outage(ctx, unique_requests(80 if args.quick else 400, bases), args, sink)
+    finally:
+        sink.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""Tool-call chains (spec 4.14): cumulative cost per trace, transition spans, bounds."""
+
+from __future__ import annotations
+
+from llm_observe.processors.toolchain import (
+    TRANSITION,
+    ToolchainProcessor,
+    ToolChainTracker,
+    TransitionSpan,
+)
+from llm_observe.span import LlmSpan
+
+
+def call(trace: str, span: str, cost: int | None, finish: str = "stop",
+         start: int = 1_000_000_000) -> LlmSpan:
+    return LlmSpan("gpt-4o", "openai", service_name="agent", trace_id=trace, span_id=span,
+                   cost_usd_micro=cost, finish_reason=finish, start_time_ns=start,
+                   latency_ms_total=250)
+
+
+def test_a_tool_call_chain_accumulates_cost_and_emits_a_transition_per_turn() -> None:
+    processor = ToolchainProcessor(ToolChainTracker())
+    first = call("t1", "a" * 16, 100, "tool_calls")
+    second = call("t1", "b" * 16, 40, "tool_calls")
+    last = call("t1", "c" * 16, 10, "stop")
+    unrelated = call("t2", "d" * 16, 999, "stop")
+    processor.process([first, unrelated])
+    processor.process([second, last])
+
+    assert [s.trace_cost_usd_micro for s in (first, second, last)] == [100, 140, 150]
+    assert unrelated.trace_cost_usd_micro is None and TRANSITION not in unrelated.extra
+    assert TRANSITION not in last.extra
+    t1, t2 = first.extra[TRANSITION], second.extra[TRANSITION]
+    assert isinstance(t1, TransitionSpan) and isinstance(t2, TransitionSpan)
+    assert (t1.trace_id, t1.parent_span_id, t1.name) == ("t1", "a" * 16, "tool calls (turn 1)")
+    assert t2.name == "tool calls (turn 2)"
+    assert t1.attributes["llm_observe.trace_cost_usd_micro"] == 100
+    assert t2.attributes["llm_observe.trace_cost_usd_micro"] == 140
+    assert t1.start_time_ns == 1_000_000_000 + 250 * 1_000_000  # when the LLM call ended
+    assert len(t1.span_id) == 16 and t1.span_id != t2.span_id
+
+
+def test_the_transition_id_is_stable_for_the_same_span() -> None:
+    a = ToolchainProcessor(ToolChainTracker())
+    b = ToolchainProcessor(ToolChainTracker())
+    x, y = call("t", "e" * 16, 1, "tool_calls"), call("t", "e" * 16, 1, "tool_calls")
+    a.process([x])
+    b.process([y])
+    assert x.extra[TRANSITION].span_id == y.extra[TRANSITION].span_id
+
+
+def test_state_is_bounded_by_lru_and_ttl() -> None:
+    now = [0.0]
+    tracker = ToolChainTracker(max_traces=2, ttl_s=10, clock=lambda: now[0])
+    for trace in ("a", "b", "c"):
+        tracker.track(trace, 5, finish_reason="tool_calls", open_chain=False)
+    assert tracker.get("a") is None and len(tracker) == 2  # least recently used went
+    now[0] = 11.0
+    assert tracker.get("b") is None  # idle past the TTL
+    assert tracker.evicted == 2
+
+
+def test_clear_forgets_one_or_all_chains() -> None:
+    tracker = ToolChainTracker()
+    for trace in ("a", "b"):
+        tracker.track(trace, 5)
+    assert tracker.clear("a") == 1 and tracker.clear("a") == 0
+    assert tracker.clear() == 1 and len(tracker) == 0
