@@ -1,0 +1,135 @@
+"""The sync and async shells every patched SDK method shares.
+
+A ``CallSpec`` says how to read one SDK method (provider, request, response, stream
+accumulator); ``sync_wrapper`` / ``async_wrapper`` turn it into a wrapt wrapper:
+
+1. another automatic layer is already recording this call (``ACTIVE``) or OTel
+   instrumentation is suppressed -> report the attempt, call through untouched;
+2. otherwise start an ``LlmCall``, mark it ``ACTIVE`` while the SDK runs (so the
+   httpx layer underneath stays silent), then finish it from the response — or hand
+   it to a stream wrapper that finishes it when the stream ends.
+
+The user's exception is re-raised with a bare ``raise``: same object, same traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from llm_observe.instrument._guard import dont_throw, report
+from llm_observe.instrument.context import ACTIVE, otel_suppressed
+from llm_observe.instrument.extract._common import Accumulator, Outcome, Request
+from llm_observe.instrument.record import LlmCall
+from llm_observe.instrument.streams import AsyncStream, SyncStream
+
+Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CallSpec:
+    """How to record one SDK method."""
+
+    provider: Callable[[Any], str]  # instance -> provider name (when the request names none)
+    request: Callable[[Any, tuple[Any, ...], dict[str, Any]], Request]  # instance, args, kwargs
+    response: Callable[[Any, Outcome], None]
+    accumulator: Callable[[], Accumulator]
+    operation: str = "chat"
+    # Anthropic's messages.stream() always streams whatever its kwargs say.
+    always_streams: bool = False
+
+    def with_provider(self, provider: str) -> CallSpec:
+        return CallSpec(lambda _instance: provider, self.request, self.response,
+                        self.accumulator, self.operation, self.always_streams)
+
+
+@dont_throw
+def begin(spec: CallSpec, instance: Any, args: tuple[Any, ...],
+          kwargs: dict[str, Any]) -> tuple[LlmCall, bool]:
+    """Start recording a call; None (via the guard) if anything about it is unreadable."""
+    req = spec.request(instance, args, kwargs)
+    call = LlmCall(req.provider or spec.provider(instance), req.model, spec.operation, req.prompt)
+    call.origin = spec
+    return call, req.streaming or spec.always_streams
+
+
+def passthrough(spec: CallSpec, kwargs: dict[str, Any]) -> bool:
+    """True when this layer must not record: an outer layer is, or OTel is suppressed."""
+    active = ACTIVE.get()
+    if active is not None:
+        # The same method re-entered under its own span is a fallback attempt (LiteLLM's
+        # chain calls acompletion per model); a different SDK below it is transport.
+        model = kwargs.get("model")
+        if active.origin is spec and isinstance(model, str):
+            active.note_attempt(model)
+        return True
+    return otel_suppressed()
+
+
+def end(spec: CallSpec, call: LlmCall, result: Any, streaming: bool, is_async: bool) -> Any:
+    """Finish ``call`` from ``result``, or wrap a stream result; returns what the user gets."""
+    try:
+        if streaming:
+            if is_async and hasattr(result, "__aiter__"):
+                return AsyncStream(result, call, spec.accumulator())
+            if not is_async and hasattr(result, "__iter__"):
+                return SyncStream(result, call, spec.accumulator())
+        out = Outcome()
+        spec.response(result, out)
+        call.finish(out)
+    except Exception:
+        report("calls.end")
+        call.finish(None)
+    return result
+
+
+def sync_wrapper(spec: CallSpec) -> Wrapper:
+    """A wrapt wrapper recording a sync SDK method."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Any:
+        if passthrough(spec, kwargs):
+            return wrapped(*args, **kwargs)
+        started = begin(spec, instance, args, kwargs)
+        if started is None:
+            return wrapped(*args, **kwargs)
+        call, streaming = started
+        token = ACTIVE.set(call)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.finish(None, exc)
+            raise
+        finally:
+            ACTIVE.reset(token)
+        return end(spec, call, result, streaming, False)
+
+    return wrapper
+
+
+def async_wrapper(spec: CallSpec) -> Wrapper:
+    """A wrapt wrapper recording an async SDK method (returns the awaitable)."""
+
+    async def run(wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                  call: LlmCall, streaming: bool) -> Any:
+        token = ACTIVE.set(call)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.finish(None, exc)
+            raise
+        finally:
+            ACTIVE.reset(token)
+        return end(spec, call, result, streaming, True)
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Any:
+        if passthrough(spec, kwargs):
+            return wrapped(*args, **kwargs)
+        started = begin(spec, instance, args, kwargs)
+        if started is None:
+            return wrapped(*args, **kwargs)
+        return run(wrapped, args, kwargs, *started)
+
+    return wrapper

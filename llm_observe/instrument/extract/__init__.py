@@ -1,0 +1,1 @@
+"""Pure request/response -> attribute extraction, one module per provider wire format."""
