@@ -1,0 +1,102 @@
+"""EmbeddingProcessor: hash + embedding for sampled spans only, never waiting for the model."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from llm_observe.embedding import Embedder, EmbeddingConfig
+from llm_observe.processors.base import Processor, ProcessorChain
+from llm_observe.processors.embedding import EmbeddingProcessor
+from llm_observe.span import LlmSpan
+from tests.embedding.helpers import cosine, graph_cache, ready_embedder
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    return ready_embedder(tmp_path_factory)
+
+
+def span(prompt: str | None, *, sampled: bool) -> LlmSpan:
+    s = LlmSpan(model="gpt-4o-mini", provider="openai", prompt_text=prompt)
+    s.is_sampled = sampled
+    return s
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_it_is_a_blocking_processor_named_embedding(embedder: Embedder) -> None:
+    processor = EmbeddingProcessor(embedder)
+    assert isinstance(processor, Processor)
+    assert processor.name == "embedding" and processor.blocking is True
+
+
+def test_sampled_spans_get_hash_and_embedding_unsampled_get_neither(embedder: Embedder) -> None:
+    processor = EmbeddingProcessor(embedder)
+    batch = [span("What is our refund policy?", sampled=True),
+             span("Summarise this ticket.", sampled=False),
+             span("Translate 'hello' into Spanish.", sampled=True),
+             span("Unsampled text", sampled=False)]
+    processor.process(batch)
+    for s in batch:
+        assert s.prompt_text is not None
+        if s.is_sampled:
+            assert s.prompt_hash == sha256(s.prompt_text)
+            assert s.embedding is not None
+            assert cosine(s.embedding, embedder.embed([s.prompt_text])[0]) >= 0.99999
+        else:
+            assert s.prompt_hash is None and s.embedding is None
+    assert (processor.stats.hashed, processor.stats.embedded) == (2, 2)
+
+
+def test_a_batch_without_sampled_spans_costs_no_model_work() -> None:
+    cold = Embedder(EmbeddingConfig())  # never warmed: any embed attempt would be counted
+    processor = EmbeddingProcessor(cold)
+    batch = [span(f"prompt {i}", sampled=False) for i in range(50)]
+    processor.process(batch)
+    assert all(s.prompt_hash is None and s.embedding is None for s in batch)
+    assert processor.stats.hashed == processor.stats.not_ready == 0
+
+
+def test_while_warming_up_sampled_spans_get_the_hash_and_are_counted(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    warming = Embedder(EmbeddingConfig(cache_dir=str(graph_cache(tmp_path_factory))))
+    processor = EmbeddingProcessor(warming)
+    batch = [span("first", sampled=True), span("second", sampled=True),
+             span("skip", sampled=False)]
+    processor.process(batch)  # returns without loading or waiting for the model
+    assert [s.prompt_hash for s in batch] == [sha256("first"), sha256("second"), None]
+    assert all(s.embedding is None for s in batch)
+    assert processor.stats.not_ready == 2 and processor.stats.embedded == 0
+    assert not warming.ready
+
+
+def test_repeated_prompts_share_one_vector_but_not_one_list(embedder: Embedder) -> None:
+    processor = EmbeddingProcessor(embedder)
+    batch = [span("same prompt", sampled=True) for _ in range(3)]
+    processor.process(batch)
+    assert batch[0].embedding is not None
+    assert batch[0].embedding == batch[1].embedding == batch[2].embedding
+    assert batch[0].embedding is not batch[1].embedding
+    assert len({s.prompt_hash for s in batch}) == 1
+    assert processor.stats.embedded == 3
+
+
+def test_sampled_span_without_prompt_text_is_left_alone(embedder: Embedder) -> None:
+    processor = EmbeddingProcessor(embedder)
+    s = span(None, sampled=True)
+    processor.process([s])
+    assert s.prompt_hash is None and s.embedding is None
+    assert processor.stats.no_prompt == 1
+
+
+def test_runs_in_a_processor_chain_without_marking_errors(embedder: Embedder) -> None:
+    chain = ProcessorChain([EmbeddingProcessor(embedder)])
+    batch = [span("a long prompt " * 400, sampled=True), span("", sampled=True)]
+    chain.run(batch)
+    assert all(s.errors == [] for s in batch)
+    assert all(s.embedding is not None and len(s.embedding) == 384 for s in batch)
+    assert chain.stats["embedding"].spans == 2
