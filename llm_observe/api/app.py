@@ -1,0 +1,87 @@
+"""The aiohttp application: one routes table, one error middleware, resources in cleanup_ctx.
+
+``create_app(collector)`` serves the /v1 REST API over the collector's pipeline. The app
+owns, through its cleanup context, the scrape endpoint, the event publisher, the bridge
+that turns test-call spans into pipeline spans and, at shutdown, the pipeline drain.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from llm_observe.api import (
+    embeddings,
+    instrumentation,
+    meta,
+    metrics,
+    pii_injection,
+    sampling,
+    streaming,
+    token_counting,
+    tool_call,
+)
+from llm_observe.api.auth import auth_middleware
+from llm_observe.api.bridge import attach_bridge
+from llm_observe.api.errors import Handler, error_middleware
+from llm_observe.api.events import EventPublisher
+from llm_observe.api.keys import ApiState, AppKeys
+from llm_observe.api.scrape import ScrapeServer
+from llm_observe.collector.assembly import Collector
+
+log = logging.getLogger(__name__)
+
+# Every route the API serves. The contracts (OpenAPI, GraphQL, proto) mirror this table;
+# tests/api/test_contracts.py fails when they drift apart.
+ROUTES: tuple[tuple[str, str, Handler], ...] = (
+    ("POST", "/v1/instrumentation/init", instrumentation.init_handler),
+    ("POST", "/v1/instrumentation/uninstrument", instrumentation.uninstrument_handler),
+    ("POST", "/v1/instrumentation/detect", instrumentation.detect_handler),
+    ("POST", "/v1/instrumentation/test-call", instrumentation.test_call_handler),
+    ("POST", "/v1/token-counting/count", token_counting.count_handler),
+    ("POST", "/v1/pii-injection/scan", pii_injection.scan_handler),
+    ("POST", "/v1/embeddings/embed", embeddings.embed_handler),
+    ("POST", "/v1/streaming/test-stream-call", streaming.test_stream_call_handler),
+    ("POST", "/v1/sampling/should-sample", sampling.should_sample_handler),
+    ("POST", "/v1/metrics/init", metrics.init_handler),
+    ("GET", "/v1/metrics/health", metrics.health_handler),
+    ("POST", "/v1/metrics/record", metrics.record_handler),
+    ("POST", "/v1/metrics/record-batch", metrics.record_batch_handler),
+    ("POST", "/v1/tool-call/track", tool_call.track_handler),
+    ("POST", "/v1/tool-call/clear", tool_call.clear_handler),
+    ("GET", "/v1/version", meta.version_handler),
+    ("GET", "/v1/openapi.yaml", meta.openapi_handler),
+)
+
+
+def create_app(collector: Collector) -> web.Application:
+    """The REST API over ``collector`` (one app per collector: it registers self-metrics)."""
+    settings = collector.settings
+    app = web.Application(middlewares=[error_middleware, auth_middleware],
+                          client_max_size=settings.max_body_bytes)
+    app[AppKeys.collector] = collector
+    app[AppKeys.settings] = settings
+    app[AppKeys.max_body] = settings.max_body_bytes
+    app[AppKeys.state] = ApiState()
+    app[AppKeys.scrape] = ScrapeServer(collector.registry, settings.metrics_host or settings.host)
+    app[AppKeys.events] = EventPublisher(settings.redis_url, collector.registry)
+    for method, path, handler in ROUTES:
+        app.router.add_route(method, path, handler)
+    app.cleanup_ctx.append(_resources)
+    return app
+
+
+async def _resources(app: web.Application) -> AsyncIterator[None]:
+    """Open the app's resources at start; at shutdown close them and drain the pipeline."""
+    collector = app[AppKeys.collector]
+    events = app[AppKeys.events]
+    await events.start()
+    detach_bridge = attach_bridge(collector)
+    yield
+    app[AppKeys.state].draining = True
+    detach_bridge()
+    await app[AppKeys.scrape].stop()
+    await events.stop()
+    await collector.pipeline.shutdown(collector.settings.shutdown_timeout_s)

@@ -1,0 +1,210 @@
+"""In-process spans -> the collector's pipeline, for calls the collector makes itself.
+
+The test-call and test-stream-call endpoints make a real LLM call through the patched
+client inside the collector process. The library would export that span over OTLP to
+``localhost:4317``; here it goes straight into the pipeline instead: an OpenTelemetry
+SDK ``TracerProvider`` whose only processor is :class:`PipelineBridge` is handed to the
+library with ``use_tracer_provider``. The bridge maps the library's own attribute keys
+(``semconv``: GenAI keys plus ``llm_observe.*``) to an :class:`LlmSpan`, submits it on the
+collector's loop and wakes whoever waits for that trace id (the test-call handler).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from llm_observe import semconv
+from llm_observe.collector.assembly import Collector
+from llm_observe.providers import canonical_provider
+from llm_observe.span import LlmSpan
+
+log = logging.getLogger(__name__)
+
+# service_name of the spans test calls record (their own label, apart from real traffic).
+TEST_SERVICE = "llm-observe-test-call"
+T = TypeVar("T")
+
+
+def _first(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return value[0] if value else None
+    return value
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _opt_int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def to_llm_span(attrs: Mapping[str, Any], trace_id: int, span_id: int,
+                parent_span_id: int | None, service: str | None) -> LlmSpan | None:
+    """The LlmSpan of one library span; None when it is not an LLM call (no model/provider)."""
+    model = attrs.get(semconv.GEN_AI_REQUEST_MODEL) or attrs.get(semconv.GEN_AI_RESPONSE_MODEL)
+    provider = canonical_provider(str(attrs.get(semconv.GEN_AI_PROVIDER_NAME)
+                                      or attrs.get(semconv.GEN_AI_SYSTEM) or ""))
+    if not model or not provider:
+        return None
+    prompt = attrs.get(semconv.GEN_AI_USAGE_INPUT_TOKENS,
+                       attrs.get(semconv.GEN_AI_USAGE_PROMPT_TOKENS))
+    completion = attrs.get(semconv.GEN_AI_USAGE_OUTPUT_TOKENS,
+                           attrs.get(semconv.GEN_AI_USAGE_COMPLETION_TOKENS))
+    finish = _first(attrs.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS))
+    attempted = attrs.get(semconv.ATTEMPTED_MODELS)
+    span = LlmSpan(
+        model=str(model), provider=provider,
+        service_name=str(attrs.get(semconv.SERVICE) or service or "default"),
+        prompt_tokens=_int(prompt), completion_tokens=_int(completion),
+        latency_ms_total=_opt_int(attrs.get(semconv.LATENCY_MS_TOTAL)),
+        latency_ms_ttft=_opt_int(attrs.get(semconv.LATENCY_MS_TTFT)),
+        finish_reason=semconv.normalize_finish_reason(str(finish) if finish else None),
+        status=str(attrs.get(semconv.STATUS) or semconv.STATUS_SUCCESS),
+        retry_count=_int(attrs.get(semconv.RETRY_COUNT)),
+        attempted_models=[str(m) for m in attempted] if attempted else [],
+        span_id=format(span_id, "016x"), trace_id=format(trace_id, "032x"),
+        parent_span_id=format(parent_span_id, "016x") if parent_span_id else None,
+        endpoint=attrs.get(semconv.ENDPOINT), session_id=attrs.get(semconv.SESSION_ID),
+        actual_model=attrs.get(semconv.GEN_AI_RESPONSE_MODEL),
+        error_type=attrs.get(semconv.ERROR_TYPE),
+        cache_read_tokens=_int(attrs.get(semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
+        cache_write_tokens=_int(attrs.get(semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS)),
+        prompt_text=attrs.get(semconv.PROMPT_TEXT),
+        completion_text=attrs.get(semconv.COMPLETION_TEXT),
+        token_count_method=attrs.get(semconv.TOKEN_COUNT_METHOD),
+        source="in-process",
+    )
+    return span
+
+
+class PipelineBridge(SpanProcessor):
+    """OTel span processor feeding finished LLM spans to one collector's pipeline.
+
+    ``on_end`` runs on whichever thread ended the span; it never blocks and never
+    raises: the span is handed to the collector's loop with ``call_soon_threadsafe``.
+    """
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._collector: Collector | None = None
+        self._waiters: dict[str, list[asyncio.Future[LlmSpan]]] = {}
+        self._tasks: set[asyncio.Future[None]] = set()
+
+    def attach(self, loop: asyncio.AbstractEventLoop, collector: Collector) -> None:
+        self._loop = loop
+        self._collector = collector
+
+    def detach(self) -> None:
+        self._loop = None
+        self._collector = None
+        for futures in self._waiters.values():
+            for future in futures:
+                if not future.done():
+                    future.cancel()
+        self._waiters.clear()
+
+    def wait_for(self, trace_id: str) -> asyncio.Future[LlmSpan]:
+        """A future resolved with the next enriched LLM span of ``trace_id`` (loop thread)."""
+        future: asyncio.Future[LlmSpan] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(trace_id, []).append(future)
+        return future
+
+    def forget(self, trace_id: str) -> None:
+        self._waiters.pop(trace_id, None)
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        loop, ctx = self._loop, span.context
+        if loop is None or ctx is None:
+            return
+        try:
+            service = span.resource.attributes.get(semconv.SERVICE_NAME) if span.resource \
+                else None
+            llm = to_llm_span(span.attributes or {}, ctx.trace_id, ctx.span_id,
+                              span.parent.span_id if span.parent else None,
+                              str(service) if service else None)
+            if llm is not None:
+                loop.call_soon_threadsafe(self._submit, llm)
+        except Exception:  # an OTel processor must never raise into the caller
+            log.exception("could not hand an in-process span to the pipeline")
+
+    def _submit(self, span: LlmSpan) -> None:
+        if self._collector is None:
+            return
+        task = asyncio.ensure_future(self._record(self._collector, span))
+        self._tasks.add(task)  # keep a reference until done (asyncio holds only weak ones)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _record(self, collector: Collector, span: LlmSpan) -> None:
+        try:
+            await collector.pipeline.submit([span])
+        except Exception as exc:
+            log.warning("in-process span %s not recorded: %s", span.span_id, exc)
+            span.extra["not_recorded"] = str(exc)
+        for future in self._waiters.pop(span.trace_id, []):
+            if not future.done():
+                future.set_result(span)
+
+    def shutdown(self) -> None:
+        self.detach()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+
+# One provider per process, whose only processor is the bridge; the bridge is re-targeted
+# at whichever app is running (tests start several, one after another).
+BRIDGE = PipelineBridge()
+_provider: Any = None
+
+
+def attach_bridge(collector: Collector) -> Callable[[], None]:
+    """Send this process's library spans into ``collector``'s pipeline (call on its loop).
+
+    Returns the undo: library spans go back to the global OpenTelemetry provider.
+    """
+    global _provider
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from llm_observe.instrument import tracing
+
+    if _provider is None:
+        _provider = TracerProvider(resource=Resource.create({SERVICE_NAME: TEST_SERVICE}))
+        _provider.add_span_processor(BRIDGE)
+    # Whatever provider the process had chosen is put back on detach. tracing has no
+    # public getter for it yet, hence the private read.
+    previous = getattr(tracing, "_override", None)
+    BRIDGE.attach(asyncio.get_running_loop(), collector)
+    tracing.use_tracer_provider(_provider)
+
+    def detach() -> None:
+        BRIDGE.detach()
+        tracing.use_tracer_provider(previous)
+
+    return detach
+
+
+def run_in_trace(trace_id: int, fn: Callable[[], T]) -> T:
+    """Run ``fn`` under a non-recording parent span, so the LLM span it makes has ``trace_id``
+    and the bridge can hand it to whoever waits for that trace (:meth:`wait_for`)."""
+    parent = trace.NonRecordingSpan(trace.SpanContext(
+        trace_id, random.getrandbits(64) or 1, is_remote=False,
+        trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)))
+    token = otel_context.attach(trace.set_span_in_context(parent))
+    try:
+        return fn()
+    finally:
+        otel_context.detach(token)

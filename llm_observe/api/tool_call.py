@@ -1,0 +1,71 @@
+"""Tool-call chain endpoints (spec 4.14): ``POST /v1/tool-call/track`` and ``/clear``.
+
+They share the pipeline's :class:`ToolChainTracker`, so a chain fed by OTLP spans and by
+REST calls is one chain. ``track`` adds one LLM step to a trace's chain (opening it if
+needed); its cost is either given (``cost_usd_micro``) or priced from ``model``,
+``provider`` and the token counts with the collector's price table. A step that finishes
+with ``tool_calls`` is a transition to a tool turn (``transition: true``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from llm_observe import semconv
+from llm_observe.api.keys import AppKeys
+from llm_observe.api.request import Fields, json_object
+from llm_observe.processors.toolchain import TOOL_CALLS
+from llm_observe.span import MAX_LABEL_CHARS, MAX_TOKENS
+
+MAX_COST_USD_MICRO = 10**15  # a billion dollars: bounds the field, not anyone's budget
+
+
+def _price(request: web.Request, fields: Fields) -> tuple[int | None, str | None]:
+    """(cost, price_version) of the step: the given cost, else priced from model/tokens."""
+    cost = fields.integer("cost_usd_micro", maximum=MAX_COST_USD_MICRO)
+    model = fields.string("model", max_len=MAX_LABEL_CHARS)
+    provider = fields.string("provider", max_len=MAX_LABEL_CHARS, default="")
+    prompt = fields.integer("prompt_tokens", maximum=MAX_TOKENS, default=0) or 0
+    completion = fields.integer("completion_tokens", maximum=MAX_TOKENS, default=0) or 0
+    if cost is not None or model is None:
+        return cost, None
+    entry = request.app[AppKeys.collector].price_table.lookup(model, provider or "")
+    if entry is None:
+        return None, None
+    return entry.cost_usd_micro(prompt, completion), entry.version
+
+
+async def track_handler(request: web.Request) -> web.Response:
+    """Add a step to ``trace_id``'s chain; answer the chain state after it."""
+    fields = await json_object(request)
+    trace_id = fields.string("trace_id", required=True, max_len=MAX_LABEL_CHARS)
+    span_id = fields.string("span_id", max_len=MAX_LABEL_CHARS)
+    finish = semconv.normalize_finish_reason(
+        fields.string("finish_reason", max_len=MAX_LABEL_CHARS))
+    cost, price_version = _price(request, fields)
+    fields.check()
+    assert trace_id is not None
+    tracker = request.app[AppKeys.collector].tracker
+    state = tracker.track(trace_id, cost, span_id=span_id, finish_reason=finish,
+                          open_chain=True)
+    assert state is not None  # open_chain=True always yields a chain
+    body: dict[str, Any] = {**state.as_dict(), "step_cost_usd_micro": cost,
+                            "price_version": price_version,
+                            "transition": finish == TOOL_CALLS}
+    return web.json_response(body)
+
+
+async def clear_handler(request: web.Request) -> web.Response:
+    """Forget one chain (``trace_id``) or every chain (``all: true``); answer how many."""
+    fields = await json_object(request)
+    trace_id = fields.string("trace_id", max_len=MAX_LABEL_CHARS)
+    clear_all = fields.boolean("all")
+    if trace_id is None and not clear_all and not fields.errors:
+        fields.fail("trace_id", "is required unless all is true")
+    if trace_id is not None and clear_all:
+        fields.fail("all", "cannot be combined with trace_id")
+    fields.check()
+    cleared = request.app[AppKeys.collector].tracker.clear(None if clear_all else trace_id)
+    return web.json_response({"cleared": cleared, "trace_id": trace_id})
