@@ -19,7 +19,7 @@ import onnxruntime as ort
 from numpy.typing import NDArray
 from tokenizers import Tokenizer
 
-from llm_observe.embedding import batching, cache, weights
+from llm_observe.embedding import batching, cache, cpu, weights
 from llm_observe.embedding.tokenizer import encode, load_tokenizer
 
 log = logging.getLogger(__name__)
@@ -97,8 +97,18 @@ def build_graph(files: weights.ModelFiles, variant: str) -> bytes:
     """Serialised ONNX graph of ``variant``, built from the installed weights."""
     from llm_observe.embedding import graph, quantize  # onnx + safetensors: build path only
 
-    model = quantize.build_int8(files) if variant == INT8 else graph.build(files)
+    if variant == INT8:
+        model = quantize.build_int8(files, levels=cpu.int8_weight_levels())
+    else:
+        model = graph.build(files)
     return bytes(model.SerializeToString())
+
+
+def cache_variant(variant: str) -> str:
+    """The variant as the graph cache names it: the int8 graph depends on this CPU's kernels."""
+    if variant == INT8 and cpu.int8_weight_levels() != 127:
+        return f"{INT8}-w{cpu.int8_weight_levels().bit_length() + 1}"
+    return variant
 
 
 def load(*, quantized: bool, threads: int, max_batch: int,
@@ -112,7 +122,8 @@ def load(*, quantized: bool, threads: int, max_batch: int,
     files = weights.locate()
     config = files.config()
     variant = INT8 if quantized else FP32
-    path = cache.graph_path(cache.cache_root(cache_dir), weights.weights_sha256(files), variant)
+    path = cache.graph_path(cache.cache_root(cache_dir), weights.weights_sha256(files),
+                            cache_variant(variant))
     options = session_options(threads)
     providers = ["CPUExecutionProvider"]
     graph_path: Path | None

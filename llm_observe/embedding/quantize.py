@@ -43,7 +43,6 @@ from llm_observe.embedding.weights import ModelFiles
 
 ALPHA = 0.7
 QUANTIZED_KINDS = frozenset({"qkv", "ffn_in", "attn_out"})
-_QMAX = 127.0
 _FLOOR = 1e-5
 
 
@@ -60,6 +59,7 @@ class SmoothInt8Linear:
     """
 
     factors: Mapping[str, Array]
+    levels: int = 127  # weight range +-levels; 63 on CPUs whose kernels saturate (cpu.py)
 
     def __call__(self, g: GraphBuilder, x: str, weight: Array, bias: Array, kind: str,
                  layer: int) -> str:
@@ -85,8 +85,9 @@ class SmoothInt8Linear:
                    f"{tag}_negmin")
         row = g.op("Max", [high, low, g.const("tiny", np.array(1e-6, np.float32))], f"{tag}_row")
         unit = g.op("Div", [x, row], f"{tag}_unit")
-        w_scale = np.maximum(np.abs(weight).max(axis=1), 1e-12) / _QMAX   # per output channel
-        w_q = np.clip(np.rint(weight / w_scale[:, None]), -_QMAX, _QMAX).astype(np.int8)
+        qmax = float(self.levels)
+        w_scale = np.maximum(np.abs(weight).max(axis=1), 1e-12) / qmax   # per output channel
+        w_q = np.clip(np.rint(weight / w_scale[:, None]), -qmax, qmax).astype(np.int8)
         product = g.op("DynamicQuantizeMatMul",
                        [unit, g.const(f"{tag}_wq", np.ascontiguousarray(w_q.T)),
                         g.const(f"{tag}_ws", w_scale.astype(np.float32))],
@@ -150,8 +151,10 @@ def calibrate(files: ModelFiles, weights: Mapping[str, Array],
     return maxima
 
 
-def build_int8(files: ModelFiles, weights: Mapping[str, Array] | None = None) -> onnx.ModelProto:
-    """Calibrate, then build the int8 graph (the fp32 graph's wiring, smoothed int8 linears)."""
+def build_int8(files: ModelFiles, weights: Mapping[str, Array] | None = None,
+               levels: int = 127) -> onnx.ModelProto:
+    """Calibrate, then build the int8 graph (the fp32 graph's wiring, smoothed int8 linears)
+    with weights in +-``levels`` (see cpu.int8_weight_levels)."""
     w = dict(weights) if weights is not None else graph.load_weights(files)
     factors = smoothing_factors(w, calibrate(files, w), files.config().num_layers)
-    return graph.build(files, SmoothInt8Linear(factors), w)
+    return graph.build(files, SmoothInt8Linear(factors, levels), w)

@@ -44,3 +44,19 @@ def test_smoothing_keeps_the_layer_function_and_only_the_ffn_output_stays_fp32()
     emitter(g2, "x", w, b, "ffn_out", 0)
     assert [n.op_type for n in g2.nodes] == ["Gemm"]
     assert 0.0 < ALPHA < 1.0
+
+
+def test_seven_bit_weights_stay_within_63_so_avx2_kernels_cannot_saturate() -> None:
+    # AVX2 u8 x s8 kernels add two products into a saturating int16: |w| <= 63 keeps
+    # 2 x 255 x 63 under 32,767 (cpu.py); 8-bit weights use the full +-127.
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((6, 4)).astype(np.float32)
+    b = np.zeros(6, np.float32)
+    for levels in (63, 127):
+        g = GraphBuilder()
+        SmoothInt8Linear({}, levels)(g, "x", w, b, "ffn_in", 0)
+        quantized = [numpy_helper.to_array(t) for t in g.initializers if "_wq_" in t.name]
+        assert len(quantized) == 1
+        assert int(np.abs(quantized[0].astype(np.int32)).max()) == levels
