@@ -13,7 +13,7 @@ them up).
 
 from __future__ import annotations
 
-import uuid
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,9 +33,19 @@ MAX_ATTEMPTED_MODELS = 64
 STATUSES = frozenset({semconv.STATUS_SUCCESS, semconv.STATUS_ERROR})
 
 
+# UUID4's version and variant bits, set on 128 random bits.
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
 def new_id() -> str:
-    """A fresh span/trace id (UUID4 hex, 32 chars)."""
-    return uuid.uuid4().hex
+    """A fresh span/trace id: a UUID4 as 32 hex chars.
+
+    Drawn with ``random.getrandbits`` as the OTel SDK's RandomIdGenerator does (ids need
+    uniqueness, not secrecy): ~0.4 µs against ~2.7 µs for ``uuid.uuid4().hex``, which the
+    REST record doors paid twice per span.
+    """
+    return f"{(random.getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET:032x}"
 
 
 @dataclass(slots=True)

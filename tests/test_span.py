@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 
 from llm_observe.errors import SpanValidationError
-from llm_observe.span import MAX_TOKENS, LlmSpan
+from llm_observe.span import MAX_TOKENS, LlmSpan, new_id
 
 GOOD: dict[str, Any] = {
     "model": "gpt-4o", "provider": "OpenAI", "service_name": "checkout",
@@ -68,3 +69,11 @@ def test_absurd_values_are_rejected(patch: dict[str, Any], field: str) -> None:
 def test_non_object_is_rejected() -> None:
     with pytest.raises(SpanValidationError, match="JSON object"):
         LlmSpan.from_dict(["model"])
+
+
+def test_generated_ids_are_distinct_uuid4s() -> None:
+    ids = [new_id() for _ in range(20_000)]
+    assert len(set(ids)) == len(ids)
+    for raw in ids[:500]:
+        parsed = uuid.UUID(hex=raw)
+        assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, raw)

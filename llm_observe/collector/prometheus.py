@@ -12,6 +12,7 @@ children (measured on the 2-core dev machine, issue 2).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -133,40 +134,108 @@ class LlmMetrics:
         return group
 
     def record(self, batch: Sequence[LlmSpan]) -> None:
-        """Update every family from a batch of enriched spans."""
+        """Update every family from a batch of enriched spans.
+
+        Sums per label group first, then touches each child once per batch: every
+        ``inc``/``observe`` takes a lock, and a 512-span batch usually has few groups.
+        """
+        tallies: dict[_Group, _Tally] = {}
         for span in batch:
             g = self._group(span)
-            if span.prompt_tokens:
-                g.prompt.inc(span.prompt_tokens)
-            if span.completion_tokens:
-                g.completion.inc(span.completion_tokens)
+            t = tallies.get(g)
+            if t is None:
+                t = tallies[g] = _Tally()
+            t.prompt += span.prompt_tokens or 0
+            t.completion += span.completion_tokens or 0
             if span.cost_usd_micro is not None:
-                if span.cost_usd_micro:
-                    g.cost.inc(span.cost_usd_micro)
+                t.cost += span.cost_usd_micro
             else:
-                g.unpriced.inc()
+                t.unpriced += 1
             if span.latency_ms_total is not None:
-                g.latency.observe(span.latency_ms_total)
+                t.latency.add(span.latency_ms_total)
             if span.latency_ms_ttft is not None:
-                g.ttft.observe(span.latency_ms_ttft)
-            if span.pii_detected:
-                g.pii.inc()
-            if span.injection_attempt:
-                g.injection.inc()
+                t.ttft.add(span.latency_ms_ttft)
+            t.pii += span.pii_detected
+            t.injection += span.injection_attempt
             if span.finish_reason:
-                child = g.finish.get(span.finish_reason)
-                if child is None:
-                    child = g.finish[span.finish_reason] = self.finish_reason.labels(
-                        *g.key, self._finish(span.finish_reason))
-                child.inc()
+                t.finish[span.finish_reason] = t.finish.get(span.finish_reason, 0) + 1
             skey = (span.status, span.retry_count > 0)
+            t.spans[skey] = t.spans.get(skey, 0) + 1
+            for name in span.errors:
+                self.processor_errors.labels(name).inc()
+        for g, t in tallies.items():
+            self._flush(g, t)
+
+    def _flush(self, g: _Group, t: _Tally) -> None:
+        for counter, amount in ((g.prompt, t.prompt), (g.completion, t.completion),
+                                (g.cost, t.cost), (g.unpriced, t.unpriced), (g.pii, t.pii),
+                                (g.injection, t.injection)):
+            if amount:
+                counter.inc(amount)
+        t.latency.flush(g.latency)
+        t.ttft.flush(g.ttft)
+        for reason, n in t.finish.items():
+            child = g.finish.get(reason)
+            if child is None:
+                child = g.finish[reason] = self.finish_reason.labels(*g.key, self._finish(reason))
+            child.inc(n)
+        for skey, n in t.spans.items():
             child = g.spans.get(skey)
             if child is None:
                 child = g.spans[skey] = self.spans.labels(
-                    *g.key, span.status, "true" if skey[1] else "false")
-            child.inc()
-            for name in span.errors:
-                self.processor_errors.labels(name).inc()
+                    *g.key, skey[0], "true" if skey[1] else "false")
+            child.inc(n)
+
+
+class _Observations:
+    """Histogram observations of one batch: a sum and a count per bucket."""
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+
+    def add(self, value: float) -> None:
+        self.values.append(value)
+
+    def flush(self, child: Any) -> None:
+        """Add the batch to a histogram child as one update per touched bucket.
+
+        Writes the child's per-bucket values directly (prometheus_client keeps
+        non-cumulative bucket counts in ``_buckets`` aligned with ``_upper_bounds``,
+        the layout of every release since 0.4); a client without them gets plain
+        ``observe`` calls, which give the same exposition.
+        """
+        if not self.values:
+            return
+        buckets = getattr(child, "_buckets", None)
+        bounds = getattr(child, "_upper_bounds", None)
+        if buckets is None or bounds is None or len(buckets) != len(bounds):
+            for value in self.values:
+                child.observe(value)
+            return
+        counts: dict[int, int] = {}
+        for value in self.values:
+            i = bisect_left(bounds, value)  # first bound >= value: observe()'s "amount <= bound"
+            counts[i] = counts.get(i, 0) + 1
+        child._sum.inc(sum(self.values))
+        for i, n in counts.items():
+            buckets[i].inc(n)
+
+
+class _Tally:
+    """One label group's sums over a batch."""
+
+    __slots__ = ("completion", "cost", "finish", "injection", "latency", "pii", "prompt",
+                 "spans", "ttft", "unpriced")
+
+    def __init__(self) -> None:
+        self.prompt = self.completion = self.cost = self.unpriced = 0
+        self.pii = self.injection = 0
+        self.latency = _Observations()
+        self.ttft = _Observations()
+        self.finish: dict[str, int] = {}
+        self.spans: dict[tuple[str, bool], int] = {}
 
 
 class PrometheusExporter:

@@ -108,3 +108,28 @@ def test_long_label_values_are_truncated() -> None:
     m.record([make(model="m" * 200)])
     s = scrape(m.registry)
     assert {len(lab["model"]) for lab, _ in s["llm_spans_total"]} == {128}
+
+
+def test_a_batch_exposes_exactly_what_span_by_span_updates_do() -> None:
+    # record() sums a batch per label group and touches each bucket once; the scrape
+    # must equal one span per call, including values that sit exactly on a bucket bound.
+    spans = [make(latency_ms_total=v, latency_ms_ttft=t, finish_reason=f, status=st,
+                  retry_count=r, pii_detected=p, cost_usd_micro=c, service_name=svc)
+             for v, t, f, st, r, p, c, svc in [
+                 (25, 10, "stop", "success", 0, False, 450, "chat"),
+                 (26, 11, "length", "error", 1, True, None, "chat"),
+                 (1_000, 1_000, "stop", "success", 0, False, 0, "search"),
+                 (600_000, 60_000, "tool_calls", "success", 3, False, 7, "chat"),
+                 (700_000, 90_000, "stop", "success", 0, True, 12, "search"),
+                 (0, 0, "stop", "success", 0, False, 1, "chat")]]
+    batched, one_by_one = LlmMetrics(CollectorRegistry()), LlmMetrics(CollectorRegistry())
+    batched.record(spans)
+    for span in spans:
+        one_by_one.record([span])
+    got, want = scrape(batched.registry), scrape(one_by_one.registry)
+    drop = ("_created",)
+    assert {k: sorted(map(str, v)) for k, v in got.items() if not k.endswith(drop)} == \
+        {k: sorted(map(str, v)) for k, v in want.items() if not k.endswith(drop)}
+    assert value(got, "llm_latency_ms_total_bucket", le="25.0") == 2  # 0 and 25 (cumulative)
+    assert value(got, "llm_latency_ms_total_bucket", le="+Inf") == 6
+    assert value(got, "llm_latency_ms_total_sum") == 25 + 26 + 1_000 + 600_000 + 700_000
