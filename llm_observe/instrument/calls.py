@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_observe.instrument._guard import dont_throw, report
-from llm_observe.instrument.context import ACTIVE, otel_suppressed
+from llm_observe.instrument.context import ACTIVE, otel_suppressed, run_active, run_active_async
 from llm_observe.instrument.extract._common import Accumulator, Outcome, Request
 from llm_observe.instrument.record import LlmCall
 from llm_observe.instrument.streams import AsyncStream, SyncStream
@@ -95,14 +95,7 @@ def sync_wrapper(spec: CallSpec) -> Wrapper:
         if started is None:
             return wrapped(*args, **kwargs)
         call, streaming = started
-        token = ACTIVE.set(call)
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.finish(None, exc)
-            raise
-        finally:
-            ACTIVE.reset(token)
+        result = run_active(call, wrapped, args, kwargs)
         return end(spec, call, result, streaming, False)
 
     return wrapper
@@ -113,14 +106,7 @@ def async_wrapper(spec: CallSpec) -> Wrapper:
 
     async def run(wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                   call: LlmCall, streaming: bool) -> Any:
-        token = ACTIVE.set(call)
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.finish(None, exc)
-            raise
-        finally:
-            ACTIVE.reset(token)
+        result = await run_active_async(call, wrapped, args, kwargs)
         return end(spec, call, result, streaming, True)
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...],

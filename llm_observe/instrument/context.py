@@ -13,11 +13,11 @@ ContextVar, it is isolated per thread and per asyncio task.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 
@@ -27,6 +27,36 @@ if TYPE_CHECKING:
     from llm_observe.instrument.record import LlmCall
 
 ACTIVE: ContextVar[LlmCall | None] = ContextVar("llm_observe_active_call", default=None)
+
+
+def run_active(call: LlmCall, wrapped: Callable[..., Any], args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> Any:
+    """Run the wrapped call with ``call`` marked ACTIVE (so the layers below record nothing).
+
+    If it raises, the span is ended with the error and the user's exception propagates
+    unchanged (same object, bare ``raise``).
+    """
+    token = ACTIVE.set(call)
+    try:
+        return wrapped(*args, **kwargs)
+    except BaseException as exc:
+        call.finish(None, exc)
+        raise
+    finally:
+        ACTIVE.reset(token)
+
+
+async def run_active_async(call: LlmCall, wrapped: Callable[..., Any], args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> Any:
+    """:func:`run_active` for a coroutine method: awaits it inside the same guard."""
+    token = ACTIVE.set(call)
+    try:
+        return await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        call.finish(None, exc)
+        raise
+    finally:
+        ACTIVE.reset(token)
 
 # OpenTelemetry's own "suppress instrumentation" context key (set by exporters and by
 # opentelemetry-instrumentation's suppress_instrumentation()); honoured so our spans

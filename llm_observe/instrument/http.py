@@ -18,7 +18,7 @@ from typing import Any
 from llm_observe import providers
 from llm_observe.instrument._guard import dont_throw, report
 from llm_observe.instrument.calls import Wrapper
-from llm_observe.instrument.context import ACTIVE, otel_suppressed
+from llm_observe.instrument.context import ACTIVE, otel_suppressed, run_active, run_active_async
 from llm_observe.instrument.extract import anthropic, bedrock, cohere, gemini, ollama, openai
 from llm_observe.instrument.extract._common import (
     Accumulator,
@@ -81,6 +81,20 @@ def begin(scheme: str, host: str, port: int | None, path: str, query: str, raw_b
         return None
     call = LlmCall(detection.provider, detection.model, detection.operation, prompt_of(body))
     return call, detection
+
+
+def finish_unless_streamed(call: LlmCall, detection: providers.Detection, response: Any,
+                           kwargs: dict[str, Any]) -> bool:
+    """End the span of a non-streamed or failed response (``requests`` and ``httpx``
+    responses alike); False when a stream remains to be wrapped."""
+    status = response.status_code
+    if not kwargs.get("stream"):
+        finish_response(call, detection, status, response.headers, response.content)
+        return True
+    if status >= 400:
+        call.finish(None, error_type=str(status))
+        return True
+    return False
 
 
 def finish_response(call: LlmCall, detection: providers.Detection, status: int,
@@ -215,14 +229,7 @@ def sync_send(parts: Parts, after: After, provider: str | None = None) -> Wrappe
         if started is None:
             return wrapped(*args, **kwargs)
         call, detection = started
-        token = ACTIVE.set(call)
-        try:
-            response = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.finish(None, exc)
-            raise
-        finally:
-            ACTIVE.reset(token)
+        response = run_active(call, wrapped, args, kwargs)
         return _after(after, call, detection, response, kwargs, False)
 
     return wrapper
@@ -233,14 +240,7 @@ def async_send(parts: Parts, after: After, provider: str | None = None) -> Wrapp
 
     async def run(wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                   call: LlmCall, detection: providers.Detection) -> Any:
-        token = ACTIVE.set(call)
-        try:
-            response = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.finish(None, exc)
-            raise
-        finally:
-            ACTIVE.reset(token)
+        response = await run_active_async(call, wrapped, args, kwargs)
         return _after(after, call, detection, response, kwargs, True)
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...],

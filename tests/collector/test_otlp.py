@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
@@ -22,14 +21,6 @@ from llm_observe.span import LlmSpan
 from tests.fakes.otlp_sink import OtlpSink, attributes
 
 FAST = Backoff(initial=0.02, maximum=0.1)
-
-
-@pytest.fixture
-async def sink() -> AsyncIterator[OtlpSink]:
-    s = OtlpSink()
-    await s.start()
-    yield s
-    await s.stop()
 
 
 def forwarder(sink: OtlpSink, registry: CollectorRegistry | None = None,

@@ -27,14 +27,6 @@ MiB = 1024 * 1024
 T0 = 1_750_000_000_000_000_000  # a fixed wall-clock start, ns
 
 
-@pytest.fixture
-async def sink() -> AsyncIterator[OtlpSink]:
-    s = OtlpSink()
-    await s.start()
-    yield s
-    await s.stop()
-
-
 @dataclass
 class Stack:
     registry: CollectorRegistry

@@ -32,12 +32,7 @@ def request_parts(args: tuple[Any, ...],
 
 def after(call: LlmCall, detection: Detection, response: Any, kwargs: dict[str, Any],
           is_async: bool) -> Any:
-    status = response.status_code
-    if not kwargs.get("stream"):
-        http.finish_response(call, detection, status, response.headers, response.content)
-        return response
-    if status >= 400:
-        call.finish(None, error_type=str(status))
+    if http.finish_unless_streamed(call, detection, response, kwargs):
         return response
     headers = response.headers
     accumulator = http.stream_accumulator(

@@ -56,12 +56,7 @@ class RawStream(StreamProxy):
 
 def after(call: LlmCall, detection: Detection, response: Any, kwargs: dict[str, Any],
           is_async: bool) -> Any:
-    status = response.status_code
-    if not kwargs.get("stream"):
-        http.finish_response(call, detection, status, response.headers, response.content)
-        return response
-    if status >= 400:
-        call.finish(None, error_type=str(status))
+    if http.finish_unless_streamed(call, detection, response, kwargs):
         return response
     # urllib3 decodes gzip for stream(decode_content=True), which is what requests asks for.
     accumulator = http.stream_accumulator(
