@@ -74,6 +74,7 @@ class OtlpForwarder:
         self._spans = 0  # queued + in flight, from memory
         self._bytes = 0
         self._inflight: set[_Batch] = set()
+        self._reading: set[Path] = set()  # spool files a worker is reading, not yet in flight
         self._wakeup = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
         self._channel: grpc.aio.Channel | None = None
@@ -256,11 +257,14 @@ class OtlpForwarder:
 
     async def _take_spooled(self) -> _Batch | None:
         assert self.spool is not None
-        busy = {b.path for b in self._inflight if b.path is not None}
+        busy = {b.path for b in self._inflight if b.path is not None} | self._reading
         found = self.spool.oldest(busy)
         if found is None:
             return None
         path, spans = found
+        # Claimed before the read is awaited: another worker asking meanwhile must not
+        # take (and send) the same file a second time.
+        self._reading.add(path)
         try:
             data = await asyncio.get_running_loop().run_in_executor(None, self.spool.read, path)
         except OSError:
@@ -269,6 +273,8 @@ class OtlpForwarder:
             self.metrics.dropped.labels("spool_error").inc(spans)
             self._update_gauges()
             return None
+        finally:
+            self._reading.discard(path)  # the caller puts the batch in flight, no await between
         return _Batch(data, spans, path)
 
     async def _deliver(self, batch: _Batch) -> None:

@@ -194,6 +194,26 @@ async def test_the_spool_carries_an_outage_across_a_restart(sink: OtlpSink,
     assert spool_files(tmp_path) == [] and second.spooled_spans == 0
 
 
+async def test_concurrent_workers_send_each_spooled_batch_once(sink: OtlpSink,
+                                                               tmp_path: Path) -> None:
+    # Workers read spool files in an executor: a file one of them is reading must not
+    # be taken by another meanwhile, or Tempo gets the batch twice.
+    await sink.stop()
+    first = forwarder(sink, max_spans=10, spool_dir=str(tmp_path))
+    for i in range(8):
+        await first.export(spans(10, start=i * 10))
+    await first.shutdown(0.1)
+    assert first.spooled_spans == 80
+    await sink.start()
+    second = forwarder(sink, CollectorRegistry(), spool_dir=str(tmp_path), workers=4)
+    await second.start()
+    await sink.wait_for_spans(80)
+    await second.shutdown(5)
+    ids = [s.span_id for s in sink.spans()]
+    assert sorted(ids) == [bytes.fromhex(f"{i:016x}") for i in range(80)]
+    assert second.spooled_spans == 0
+
+
 async def test_spans_from_the_rest_doors_are_built_with_their_enrichment(sink: OtlpSink) -> None:
     fwd = forwarder(sink)
     [span] = spans(1, prompt_text="mail me at bob@example.com", completion_text="ok",
