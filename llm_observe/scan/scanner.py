@@ -73,6 +73,7 @@ class Scanner:
         self._both = 0            # bits of regexes gated by triggers AND min_digits
         self._digits_only = 0     # bits of regexes gated by min_digits alone
         self._digit_gates: list[tuple[int, int]] = []  # (min_digits, bit), ascending
+        self._injection = 0       # bits of injection regexes
         keys: dict[str, list[int]] = {}  # key -> [phrase entry index, trigger mask]
         for index, entry in enumerate(self._entries):
             for phrase in entry.phrases:
@@ -83,6 +84,8 @@ class Scanner:
             self._regexes.append(_Regex(
                 entry.kind, entry.name, entry.severity, entry.regex,
                 VALIDATORS[entry.validator] if entry.validator else None))
+            if entry.kind == INJECTION:
+                self._injection |= bit
             for trigger in entry.triggers:
                 keys.setdefault(trigger, [-1, 0])[1] |= bit
             if entry.min_digits is not None:
@@ -105,8 +108,14 @@ class Scanner:
             automaton.make_automaton()
             self._automaton = automaton
 
-    def scan(self, text: str, field: str = "text") -> ScanResult:
-        """Scan ``text``; findings' offsets index ``text`` itself; ``field`` labels them."""
+    def scan(self, text: str, field: str = "text", *, every_injection: bool = True) -> ScanResult:
+        """Scan ``text``; findings' offsets index ``text`` itself; ``field`` labels them.
+
+        ``every_injection=False`` is for callers that need the injection *verdict* and
+        every PII finding (the pipeline: flags, redaction) but not every injection
+        occurrence: once a phrase has shown the text is an injection attempt, the
+        injection regexes (the slowest patterns) are skipped, as they cannot change it.
+        """
         if not text:
             return _EMPTY
         findings: list[Finding] = []
@@ -137,6 +146,8 @@ class Scanner:
         fired = self._always | (triggered & ~both)
         if self._digits_only or triggered & both:
             fired |= self._digit_gate_bits(text) & (self._digits_only | triggered)
+        if covered and not every_injection:
+            fired &= ~self._injection
         while fired:
             low = fired & -fired
             fired ^= low
