@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command installs everything the project and its tests need on a fresh
 # Debian machine: system packages (Prometheus and Redis, which the tests start
-# on loopback) and the package with its [dev] extra.
+# on loopback; curl, which runs the API docs' examples) and the package with its
+# [dev] extra.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -11,7 +12,7 @@ if command -v apt-get >/dev/null 2>&1; then
   [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
-    prometheus redis-server
+    prometheus redis-server curl
 else
   echo "install.sh: no apt-get; install Prometheus and redis-server yourself" >&2
 fi
