@@ -46,8 +46,11 @@ class CallSpec:
 
 @dont_throw
 def begin(spec: CallSpec, instance: Any, args: tuple[Any, ...],
-          kwargs: dict[str, Any]) -> tuple[LlmCall, bool]:
-    """Start recording a call; None (via the guard) if anything about it is unreadable."""
+          kwargs: dict[str, Any]) -> tuple[LlmCall, bool] | None:
+    """Start recording a call: None when this layer must not record (:func:`passthrough`)
+    or, via the guard, when anything about the call is unreadable."""
+    if passthrough(spec, kwargs):
+        return None
     req = spec.request(instance, args, kwargs)
     call = LlmCall(req.provider or spec.provider(instance), req.model, spec.operation, req.prompt)
     call.origin = spec
@@ -89,8 +92,6 @@ def sync_wrapper(spec: CallSpec) -> Wrapper:
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
-        if passthrough(spec, kwargs):
-            return wrapped(*args, **kwargs)
         started = begin(spec, instance, args, kwargs)
         if started is None:
             return wrapped(*args, **kwargs)
@@ -111,8 +112,6 @@ def async_wrapper(spec: CallSpec) -> Wrapper:
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
-        if passthrough(spec, kwargs):
-            return wrapped(*args, **kwargs)
         started = begin(spec, instance, args, kwargs)
         if started is None:
             return wrapped(*args, **kwargs)
