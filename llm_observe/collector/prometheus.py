@@ -5,9 +5,10 @@ Names, types and labels are exactly the spec's. prometheus_client appends
 keep their spec names (``llm_latency_ms_total`` exposes ``..._bucket``,
 ``..._sum`` and ``..._count``).
 
-Label children are cached per (model, provider, service_name): ``.labels()``
-costs ~11 µs per span when called on every update and ~4 µs with cached
-children (measured on the 2-core dev machine, issue 2).
+Label children are cached per (model, provider, service_name), and a batch is
+summed per label group before any child is touched, so each child and histogram
+bucket is updated once per batch: ``.labels()`` on every update runs ~55,000
+spans/s, cached children with batching ~620,000 (bench/processors.py, one run).
 """
 
 from __future__ import annotations
