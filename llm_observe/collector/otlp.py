@@ -30,7 +30,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from prometheus_client import CollectorRegistry
 
 from llm_observe.collector.otlp_encode import Encoder, Item
-from llm_observe.collector.retry import RETRYABLE, Backoff, server_retry_delay
+from llm_observe.collector.retry import RETRYABLE, Backoff, server_retry_delay, too_large
 from llm_observe.collector.selfmetrics import ForwarderMetrics, forwarder_metrics
 from llm_observe.collector.settings import Settings
 from llm_observe.collector.spool import Spool
@@ -279,27 +279,36 @@ class OtlpForwarder:
 
     async def _deliver(self, batch: _Batch) -> None:
         """Send one batch until the backend takes or permanently refuses it."""
+        delivered, reason = await self._send(batch.data, batch.spans)
+        self._finish(batch, delivered, reason)
+
+    async def _send(self, data: bytes, spans: int) -> tuple[int, str]:
+        """Send a request, retrying retryable failures; returns (spans the backend took,
+        why the others were dropped). A request the backend finds too large is sent
+        again in halves, so one huge span cannot stall forwarding for good."""
         m = self.metrics
         attempt = 0
         while True:
             start = time.perf_counter()
             try:
-                response = await self._call(batch.data, timeout=self.timeout_s,
+                response = await self._call(data, timeout=self.timeout_s,
                                             metadata=self.headers, compression=self.compression)
             except grpc.aio.AioRpcError as error:
                 m.seconds.observe(time.perf_counter() - start)
                 code = error.code()
                 m.failures.labels(code.name).inc()
+                server_delay = server_retry_delay(error)
+                if server_delay is None and too_large(error):
+                    m.requests.labels("too_large").inc()
+                    return await self._send_halves(data, spans, error)
                 if code not in RETRYABLE:
                     m.requests.labels("permanent").inc()
                     log.error("%s refused %d spans permanently (%s: %s); dropping them",
-                              self.endpoint, batch.spans, code.name, error.details())
-                    self._finish(batch, 0, "permanent_error")
-                    return
+                              self.endpoint, spans, code.name, error.details())
+                    return 0, "permanent_error"
                 m.requests.labels("retryable").inc()
                 m.retries.labels(code.name).inc()
-                delay = server_retry_delay(error)
-                delay = self.backoff.delay(attempt) if delay is None else delay
+                delay = self.backoff.delay(attempt) if server_delay is None else server_delay
                 if not self._failing:
                     self._failing = True
                     log.warning("forwarding to %s failed (%s: %s); retrying with backoff",
@@ -312,9 +321,22 @@ class OtlpForwarder:
             if self._failing:
                 self._failing = False
                 log.warning("forwarding to %s recovered", self.endpoint)
-            rejected = _rejected(response, batch.spans)
-            self._finish(batch, batch.spans - rejected, "rejected_by_backend")
-            return
+            return spans - _rejected(response, spans), "rejected_by_backend"
+
+    async def _send_halves(self, data: bytes, spans: int,
+                           error: grpc.aio.AioRpcError) -> tuple[int, str]:
+        halves = self.encoder.halves(data)
+        if halves is None:
+            log.error("%s refused a span as too large (%s); dropping it", self.endpoint,
+                      error.details())
+            return 0, "too_large"
+        delivered, reason = 0, "too_large"
+        for part, n in halves:
+            took, why = await self._send(part, n)
+            delivered += took
+            if took < n:
+                reason = why
+        return delivered, reason
 
     def _finish(self, batch: _Batch, delivered: int, reason: str) -> None:
         self._inflight.discard(batch)

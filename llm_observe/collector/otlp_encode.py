@@ -31,6 +31,7 @@ from llm_observe.receiver.wire import (
     SPAN_KIND_CLIENT,
     SPAN_KIND_INTERNAL,
     InstrumentationScope,
+    Request,
     Resource,
     Span,
     encode_value,
@@ -112,6 +113,18 @@ class Encoder:
                 size += len(data) + 4
             items.append(Item(len(spans) - start, resource_spans(group, spans[start:])))
         return items
+
+    def halves(self, data: bytes) -> list[tuple[bytes, int]] | None:
+        """A request's spans as two requests of about half the spans each (bytes, spans);
+        None when it holds fewer than two spans."""
+        pairs = [(group, span.SerializeToString())
+                 for group, members in walk.groups(Request.FromString(data))
+                 for span in members]
+        if len(pairs) < 2:
+            return None
+        mid = len(pairs) // 2
+        return [(b"".join(item.data for item in self.pack(part)), len(part))
+                for part in (pairs[:mid], pairs[mid:])]
 
     # --- enrichment -----------------------------------------------------------
     def _enrich(self, message: Any, span: LlmSpan) -> None:

@@ -1,8 +1,10 @@
 """Retry policy of the OTLP forwarder: which codes are retried, backoff, RetryInfo.
 
 Retryable codes per the OTLP specification ("Failures": the server may ask to retry
-with these; RESOURCE_EXHAUSTED is retried always, as the issue asks); every other
-code is permanent. A server's ``google.rpc.RetryInfo`` delay wins over our backoff.
+with these; RESOURCE_EXHAUSTED is retried, as the issue asks, except for gRPC's
+"message larger than max", which no retry can cure: the forwarder splits that request);
+every other code is permanent. A server's ``google.rpc.RetryInfo`` delay wins over our
+backoff.
 """
 
 from __future__ import annotations
@@ -54,3 +56,11 @@ def server_retry_delay(error: grpc.aio.AioRpcError) -> float | None:
         return None
     seconds = float(info.retry_delay.seconds + info.retry_delay.nanos / 1e9)
     return min(max(seconds, 0.0), MAX_SERVER_DELAY_S)
+
+
+def too_large(error: grpc.aio.AioRpcError) -> bool:
+    """Whether the backend refused the request for its size (gRPC's max receive length:
+    "Received message larger than max (N vs. M)" in C-core, "grpc: received message
+    larger than max" in grpc-go, e.g. Tempo and the OTel Collector at 4 MiB by default)."""
+    return (error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            and "larger than max" in (error.details() or "").lower())

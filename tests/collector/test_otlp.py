@@ -214,6 +214,30 @@ async def test_concurrent_workers_send_each_spooled_batch_once(sink: OtlpSink,
     assert second.spooled_spans == 0
 
 
+async def test_a_request_the_backend_finds_too_large_is_split_and_forwarding_goes_on(
+        ) -> None:
+    # Tempo and the OTel Collector accept 4 MiB by default, the receiver 16 MiB: a batch
+    # over the backend's limit is sent again in halves; a single span over it is dropped
+    # and counted, and never stalls the spans behind it.
+    small = OtlpSink(max_message_bytes=64 * 1024)
+    await small.start()
+    try:
+        registry = CollectorRegistry()
+        fwd = forwarder(small, registry)
+        text = "x" * 20_000
+        await fwd.export(spans(10, prompt_text=text))  # ~200 kB: over the limit together
+        await fwd.export(spans(1, start=10, prompt_text="y" * 100_000))  # over it alone
+        await fwd.export(spans(5, start=11))
+        await small.wait_for_spans(15)
+        await fwd.shutdown(5)
+    finally:
+        await small.stop()
+    got = sorted(int(s.span_id.hex(), 16) for s in small.spans())
+    assert got == [*range(10), *range(11, 16)]
+    assert sample(registry, "llm_observe_otlp_dropped_spans_total", reason="too_large") == 1
+    assert sample(registry, "llm_observe_otlp_exported_spans_total") == 15
+
+
 async def test_spans_from_the_rest_doors_are_built_with_their_enrichment(sink: OtlpSink) -> None:
     fwd = forwarder(sink)
     [span] = spans(1, prompt_text="mail me at bob@example.com", completion_text="ok",

@@ -39,6 +39,7 @@ class OtlpSink:
 
     port: int = 0
     keep: bool = True  # keep decoded requests (tests); False only counts (benchmarks)
+    max_message_bytes: int = 64 * 1024 * 1024  # Tempo / the OTel Collector default to 4 MiB
     requests: list[ExportTraceServiceRequest] = field(default_factory=list)
     calls: int = 0
     span_count: int = 0
@@ -50,7 +51,8 @@ class OtlpSink:
 
     async def start(self) -> int:
         """Listen (again) on ``port``; returns it."""
-        server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length",
+                                           self.max_message_bytes)])
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
             SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(self._export)}),))
         self.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
