@@ -38,6 +38,13 @@ class Family:
             return [self.key]
         return [f"{self.key}{i}{self.suffix}" for i in range(MAX_INDEXED)]
 
+    def role_keys(self) -> list[str]:
+        """"indexed": each message's role key, present even when its content is not (an
+        assistant message that only calls tools has no ``.content`` in OpenLLMetry or
+        OpenInference), so the messages after it are still read."""
+        role = self.suffix.replace("content", "role")
+        return [f"{self.key}{i}{role}" for i in range(MAX_INDEXED)]
+
 
 def _families(which: Which) -> tuple[Family, ...]:
     prompt = which == PROMPT
@@ -58,10 +65,10 @@ def _families(which: Which) -> tuple[Family, ...]:
 
 FAMILIES: dict[Which, tuple[Family, ...]] = {PROMPT: _families(PROMPT),
                                              COMPLETION: _families(COMPLETION)}
-# Precomputed indexed keys, so the hot path never formats strings.
-_INDEXED: dict[tuple[str, str], list[str]] = {
-    (f.key, f.suffix): f.keys() for fams in FAMILIES.values() for f in fams
-    if f.kind == "indexed"}
+# Precomputed indexed (content, role) keys, so the hot path never formats strings.
+_INDEXED: dict[tuple[str, str], list[tuple[str, str]]] = {
+    (f.key, f.suffix): list(zip(f.keys(), f.role_keys(), strict=True))
+    for fams in FAMILIES.values() for f in fams if f.kind == "indexed"}
 
 
 @dataclass(slots=True)
@@ -81,7 +88,8 @@ Candidates = tuple[tuple[int, Family], ...]
 def candidates(attrs: Any, which: Which) -> Candidates:
     """Families that may hold the text given the attribute keys (event families always may)."""
     return tuple((i, f) for i, f in enumerate(FAMILIES[which])
-                 if f.kind == "event" or f.keys()[0] in attrs)
+                 if f.kind == "event" or f.keys()[0] in attrs
+                 or (f.kind == "indexed" and f.role_keys()[0] in attrs))
 
 
 def read(span: Any, attrs: Any, events: Any, found_in: Candidates) -> str | None:
@@ -125,10 +133,11 @@ def _read(span: Any, attrs: Any, index: int, family: Family,
         return _source(index, family.key, None, attrs[family.key], kind == "messages")
     if kind == "indexed":
         found: list[Source] = []
-        for key in _INDEXED[(family.key, family.suffix)]:
-            if key not in attrs:
-                break
-            found.extend(_source(index, key, None, attrs[key], False))
+        for key, role in _INDEXED[(family.key, family.suffix)]:
+            if key in attrs:
+                found.extend(_source(index, key, None, attrs[key], False))
+            elif role not in attrs:
+                break  # neither content nor role: past the last message
         return found
     if kind == "mime":
         if family.key not in attrs:
@@ -171,11 +180,20 @@ def _json_pieces(value: str) -> list[str] | None:
     return pieces
 
 
-def _visit(messages: list[Any], on_text: Any) -> None:
-    """Call ``on_text`` for each text part, in order; a returned str replaces the part.
+# Part fields that carry text, by part type (GenAI semconv gen-ai-input/output-messages
+# JSON schemas): tool-call arguments and tool results hold user data as often as text does.
+_PART_TEXT = {"text": "content", "reasoning": "content", "tool_call": "arguments",
+              "tool_call_response": "response"}
 
-    Shapes: semconv ``{"role", "parts": [{"type": "text", "content": ...}]}`` and the
-    older OpenAI-like ``{"role", "content": "..."}``.
+
+def _visit(messages: list[Any], on_text: Any) -> None:
+    """Call ``on_text`` for each text piece, in order; a returned str replaces the piece.
+
+    Shapes: semconv ``{"role", "parts": [{"type": "text", "content": ...}, {"type":
+    "tool_call", "arguments": ...}, {"type": "tool_call_response", "response": ...}]}``
+    and the older OpenAI-like ``{"role", "content": "...", "tool_calls": [{"function":
+    {"arguments": "..."}}]}``. A JSON-valued field is visited as its JSON text and, when
+    replaced, parsed back (a redaction inside a JSON string keeps it valid JSON).
     """
     for message in messages:
         if not isinstance(message, dict):
@@ -183,15 +201,36 @@ def _visit(messages: list[Any], on_text: Any) -> None:
         parts = message.get("parts")
         if isinstance(parts, list):
             for part in parts:
-                if isinstance(part, dict) and part.get("type", "text") == "text" \
-                        and isinstance(part.get("content"), str):
-                    new = on_text(part["content"])
-                    if isinstance(new, str):
-                        part["content"] = new
-        elif isinstance(message.get("content"), str):
-            new = on_text(message["content"])
-            if isinstance(new, str):
-                message["content"] = new
+                if isinstance(part, dict):
+                    field = _PART_TEXT.get(part.get("type", "text"))
+                    if field is not None:
+                        _visit_field(part, field, on_text)
+            continue
+        _visit_field(message, "content", on_text)
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                _visit_field(function, "arguments", on_text)
+
+
+def _visit_field(container: dict[str, Any], field: str, on_text: Any) -> None:
+    value = container.get(field)
+    if value is None or value == "":
+        return
+    is_text = isinstance(value, str)
+    if not is_text and not isinstance(value, (dict, list)):
+        return
+    new = on_text(value if is_text else json.dumps(value, ensure_ascii=False))
+    if not isinstance(new, str):
+        return
+    if is_text:
+        container[field] = new
+        return
+    try:
+        container[field] = json.loads(new)
+    except ValueError:
+        container[field] = new
 
 
 def write_back(span: Any, source: Source, pieces: list[str]) -> None:

@@ -76,6 +76,38 @@ def test_semconv_json_messages_stay_valid_json_with_only_the_secret_replaced() -
     assert sent[1]["parts"][0]["content"] == "I am [REDACTED:EMAIL]"
 
 
+def test_messages_after_a_tool_call_without_content_are_scanned_and_redacted() -> None:
+    # OpenLLMetry and OpenInference leave .content out of an assistant message that only
+    # calls tools; the messages after it are still the prompt.
+    for prefix, suffix in (("gen_ai.prompt.", ""), ("llm.input_messages.", ".message")):
+        kind = {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o"} \
+            if prefix.startswith("llm") else {"gen_ai.request.model": "gpt-4o"}
+        [out] = forwarded(record_spans(lambda t, p=prefix, s=suffix, k=kind: llm_span(
+            t, "chat", {**k, f"{p}0{s}.role": "user", f"{p}0{s}.content": "weather?",
+                        f"{p}1{s}.role": "assistant",
+                        f"{p}2{s}.role": "tool", f"{p}2{s}.content": "sunny",
+                        f"{p}3{s}.role": "user", f"{p}3{s}.content": "mail jane@example.com"})))
+        a = attributes(out)
+        assert a["llm_observe.pii_detected"] is True, prefix
+        assert a[f"{prefix}3{suffix}.content"] == "mail [REDACTED:EMAIL]"
+        assert a[f"{prefix}2{suffix}.content"] == "sunny"
+
+
+def test_tool_call_arguments_and_results_are_scanned_and_redacted() -> None:
+    messages = [
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "send",
+                                         "arguments": {"to": "bob@corp.io", "n": 2}}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1",
+                                    "response": "sent to bob@corp.io"}]}]
+    [out] = forwarded(record_spans(lambda t: llm_span(t, "chat", {
+        "gen_ai.request.model": "gpt-4o", "gen_ai.input.messages": json.dumps(messages)})))
+    a = attributes(out)
+    sent = json.loads(a["gen_ai.input.messages"])
+    assert a["llm_observe.pii_detected"] is True
+    assert sent[0]["parts"][0]["arguments"] == {"to": "[REDACTED:EMAIL]", "n": 2}
+    assert sent[1]["parts"][0]["response"] == "sent to [REDACTED:EMAIL]"
+
+
 def test_pii_flagged_by_the_sender_without_offsets_replaces_the_texts() -> None:
     [out] = forwarded(record_spans(lambda t: llm_span(t, "chat", {
         "gen_ai.request.model": "gpt-4o", "llm_observe.pii_detected": True,
