@@ -68,7 +68,10 @@ def create_app(collector: Collector) -> web.Application:
     app[AppKeys.scrape] = ScrapeServer(collector.registry, settings.metrics_host or settings.host)
     app[AppKeys.events] = EventPublisher(settings.redis_url, collector.registry)
     for method, path, handler in ROUTES:
-        app.router.add_route(method, path, handler)
+        if method == "GET":  # GET routes answer HEAD too (uptime checks use it)
+            app.router.add_get(path, handler)
+        else:
+            app.router.add_route(method, path, handler)
     app.cleanup_ctx.append(_resources)
     return app
 

@@ -95,24 +95,36 @@ def _from_http(exc: web.HTTPException) -> web.Response:
 
 @web.middleware
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Map domain errors and aiohttp's HTTP errors to the JSON error body."""
+    """Map domain errors and aiohttp's HTTP errors to the JSON error body.
+
+    An error answered before the body was read to its end (too large, undecodable)
+    closes the connection: aiohttp would otherwise read the rest to keep the connection
+    alive, and a broken body then fails there, after our answer, dropping it.
+    """
     try:
         return await handler(request)
-    except ApiError as exc:
-        return error_response(exc.status, exc.code, exc.message, exc.details, exc.headers)
-    except SpanValidationError as exc:
-        return error_response(422, "validation_failed", str(exc),
-                              [e.as_dict() for e in exc.errors])
-    except PermanentError as exc:
-        return error_response(422, "invalid_request", str(exc))
-    except RetryableError as exc:
-        retry = getattr(exc, "retry_after_s", 1.0)
-        return error_response(503, "unavailable", str(exc), None,
-                              {"Retry-After": str(max(1, round(retry)))})
     except web.HTTPException as exc:
         if exc.status < 400:  # redirects and the like pass through untouched
             raise
-        return _from_http(exc)
-    except Exception:
-        log.exception("unhandled error on %s %s", request.method, request.path)
-        return error_response(500, "internal", "internal error; see the collector log")
+        response = _from_http(exc)
+    except Exception as exc:
+        response = _error_answer(request, exc)
+    if request.body_exists and not request.content.is_eof():
+        response.force_close()
+    return response
+
+
+def _error_answer(request: web.Request, exc: Exception) -> web.Response:
+    if isinstance(exc, ApiError):
+        return error_response(exc.status, exc.code, exc.message, exc.details, exc.headers)
+    if isinstance(exc, SpanValidationError):
+        return error_response(422, "validation_failed", str(exc),
+                              [e.as_dict() for e in exc.errors])
+    if isinstance(exc, PermanentError):
+        return error_response(422, "invalid_request", str(exc))
+    if isinstance(exc, RetryableError):
+        retry = getattr(exc, "retry_after_s", 1.0)
+        return error_response(503, "unavailable", str(exc), None,
+                              {"Retry-After": str(max(1, round(retry)))})
+    log.error("unhandled error on %s %s", request.method, request.path, exc_info=exc)
+    return error_response(500, "internal", "internal error; see the collector log")

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from llm_observe.api.errors import ApiError, validation_error
 from llm_observe.api.keys import AppKeys
@@ -59,6 +60,9 @@ async def json_body(request: web.Request, *, optional: bool = False) -> Any:
     except web.HTTPRequestEntityTooLarge:
         raise ApiError(413, "payload_too_large", f"request body is over the limit of {limit} "
                        "bytes", {"limit_bytes": limit}) from None
+    except RequestPayloadError as exc:  # e.g. a Content-Encoding the bytes do not match
+        raise ApiError(400, "malformed_body", f"request body cannot be read: "
+                       f"{getattr(exc, 'message', exc)}") from None
     if not raw.strip():
         if optional:
             return NO_BODY
@@ -67,6 +71,9 @@ async def json_body(request: web.Request, *, optional: bool = False) -> Any:
         return json.loads(raw, parse_float=_number)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ApiError(400, "malformed_json",
+                       "request body is nested too deeply to be a span or a request") from None
 
 
 def _number(text: str) -> int | float:

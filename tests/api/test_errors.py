@@ -32,6 +32,30 @@ async def test_malformed_json_is_400(api: Any) -> None:
     await assert_healthy(api)
 
 
+async def test_json_nested_absurdly_deep_is_400_not_a_crash(api: Any) -> None:
+    # 400 kB, under the body limit: json.loads recurses past Python's limit on it.
+    deep = b"[" * 200_000 + b"]" * 200_000
+    for path in ("/v1/metrics/record-batch", "/v1/metrics/record"):
+        resp = await api.post(path, data=deep, headers={"Content-Type": "application/json"})
+        assert resp.status == 400
+        assert_error(await resp.json(), "malformed_json")
+    await assert_healthy(api)
+
+
+async def test_a_body_that_is_not_what_its_content_encoding_says_is_400(api: Any) -> None:
+    resp = await api.post("/v1/metrics/record", data=b"not gzip at all",
+                          headers={"Content-Type": "application/json",
+                                   "Content-Encoding": "gzip"})
+    assert resp.status == 400
+    assert_error(await resp.json(), "malformed_body")
+    await assert_healthy(api)
+
+
+async def test_get_routes_answer_head(api: Any) -> None:
+    resp = await api.head("/v1/metrics/health")
+    assert resp.status == 200
+
+
 async def test_empty_body_is_400(api: Any) -> None:
     resp = await api.post("/v1/sampling/should-sample", data=b"",
                           headers={"Content-Type": "application/json"})
