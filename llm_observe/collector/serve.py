@@ -20,6 +20,7 @@ log = logging.getLogger("llm_observe.serve")
 
 EXIT_CONFIG = 2
 EXIT_RUNTIME = 1
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--prometheus-port", type=int, default=9090,
                         help="UI/API port of --with-prometheus (default 9090)")
     parser.add_argument("--log-level", default=os.environ.get("LLM_OBSERVE_LOG_LEVEL", "info"),
-                        choices=["debug", "info", "warning", "error"])
+                        choices=LOG_LEVELS, help="default info; LLM_OBSERVE_LOG_LEVEL")
 
 
 def _fail(message: str, code: int) -> int:
@@ -53,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
     from llm_observe.collector.settings import Settings
     from llm_observe.errors import ConfigError
 
+    if args.log_level.lower() not in LOG_LEVELS:  # argparse checks choices, not defaults
+        return _fail(f"LLM_OBSERVE_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, "
+                     f"got {args.log_level!r}", EXIT_CONFIG)
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -73,6 +73,11 @@ class Settings:
             _check(getattr(self, name) >= 1, name, "must be >= 1")
         _check(self.embedding_threads >= 0, "embedding_threads", "must be >= 0")
         _check(self.shutdown_timeout_s >= 0, "shutdown_timeout_s", "must be >= 0")
+        _check(bool(self.host and self.host.strip()), "host",
+               "must not be empty (use 0.0.0.0 to listen on every interface)")
+        if self.redis_url is not None:
+            _check(self.redis_url.startswith(("redis://", "rediss://", "unix://")), "redis_url",
+                   f"must start with redis://, rediss:// or unix://, got {self.redis_url!r}")
         if self.config_dir is not None:
             _check(Path(self.config_dir).is_dir(), "config_dir",
                    f"{self.config_dir!r} is not a directory")
@@ -96,7 +101,7 @@ class Settings:
         values: dict[str, Any] = {}
         for f in fields(cls):
             raw = env.get(ENV_PREFIX + f.name.upper())
-            if raw is not None:
+            if raw is not None and raw.strip():  # set but empty = unset
                 values[f.name] = _parse(f.name, str(f.type), raw)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return dataclasses.replace(cls(), **values).validate()

@@ -184,6 +184,22 @@ def test_bad_environment_value_is_exit_2() -> None:
     assert code == 2 and "LLM_OBSERVE_METRICS_PORT" in one_line(err)
 
 
+@pytest.mark.parametrize(("variable", "value", "needle"), [
+    ("LLM_OBSERVE_REDIS_URL", "localhost:6379", "redis_url"),
+    ("LLM_OBSERVE_LOG_LEVEL", "trace", "LLM_OBSERVE_LOG_LEVEL"),
+])
+def test_bad_redis_url_or_log_level_is_one_line_and_exit_2(variable: str, value: str,
+                                                          needle: str) -> None:
+    code, err = run_to_exit("--port", str(free_port()), "--otlp-port", "0",
+                            environ=env(**{variable: value}))
+    assert code == 2 and needle in one_line(err)
+
+
+def test_an_empty_host_is_refused_not_every_interface() -> None:
+    code, err = run_to_exit("--host", "", "--otlp-port", "0")
+    assert code == 2 and "host" in one_line(err)
+
+
 def test_port_in_use_is_one_line_and_exit_1() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -20,6 +20,7 @@ def test_environment_then_overrides() -> None:
     ({"LLM_OBSERVE_REDACT_PII": "maybe"}, "LLM_OBSERVE_REDACT_PII"),
     ({"LLM_OBSERVE_MAX_BATCH_SPANS": "0"}, "max_batch_spans"),
     ({"LLM_OBSERVE_CONFIG_DIR": "/nonexistent/dir"}, "config_dir"),
+    ({"LLM_OBSERVE_REDIS_URL": "localhost:6379"}, "redis_url"),
 ])
 def test_bad_values_name_the_field(env: dict[str, str], needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
@@ -32,3 +33,8 @@ def test_config_file_resolution(tmp_path) -> None:  # type: ignore[no-untyped-de
     s2 = Settings.from_env({"LLM_OBSERVE_PRICES_FILE": "/x/p.yaml"})
     assert s2.config_file("model_prices.yaml") == "/x/p.yaml"
     assert s2.config_file("patterns.yaml") is None
+
+
+def test_an_empty_variable_counts_as_unset() -> None:
+    s = Settings.from_env({"LLM_OBSERVE_HOST": "", "LLM_OBSERVE_PORT": " "})
+    assert (s.host, s.port) == ("127.0.0.1", 8000)
