@@ -21,6 +21,7 @@ from aiohttp import web
 from llm_observe import providers
 from llm_observe.api import testcall
 from llm_observe.api.bridge import BRIDGE, run_in_trace
+from llm_observe.api.errors import unavailable
 from llm_observe.api.events import INITIALIZED, UNINSTRUMENTED, instrumentation_event
 from llm_observe.api.keys import AppKeys
 from llm_observe.api.request import Fields, json_object
@@ -29,6 +30,7 @@ from llm_observe.span import LlmSpan
 # How long test-call waits for the span after the call returned: the library emits it
 # synchronously at the end of the call, so this is only the hop onto the loop.
 SPAN_WAIT_S = 2.0
+MAX_TEST_CALLS = 4  # concurrent test calls; each holds a thread until its provider answers
 # Target states that mean "instrumented": patched now, or patched when the app imports it.
 COVERED = frozenset({"patched", "waiting for import"})
 
@@ -174,11 +176,18 @@ async def run_test_call(request: web.Request, *,
     call = functools.partial(testcall.run_call, target, method, prompt, stream=stream,
                              timeout=timeout)
     ctx = contextvars.copy_context()
+    state = request.app[AppKeys.state]
+    if state.test_calls >= MAX_TEST_CALLS:
+        BRIDGE.forget(trace_hex)
+        raise unavailable("busy", f"{MAX_TEST_CALLS} test calls are already in flight; "
+                          "retry when one has finished", retry_after_s=1)
+    state.test_calls += 1
     taught = _teach(target)
     try:
-        result: testcall.CallResult = await asyncio.get_running_loop().run_in_executor(
-            None, ctx.run, run_in_trace, trace_id, call)
+        result: testcall.CallResult = await testcall.in_daemon_thread(
+            functools.partial(ctx.run, run_in_trace, trace_id, call))
     finally:
+        state.test_calls -= 1
         if taught:
             _forget(target)
     span: LlmSpan | None = None

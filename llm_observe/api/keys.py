@@ -23,6 +23,8 @@ class ApiState:
     draining: bool = False
     # Instrumentation init/uninstrument change process-global patches: one at a time.
     instrument_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Test calls in flight, each holding a thread until its provider answers.
+    test_calls: int = 0
 
 
 class AppKeys:

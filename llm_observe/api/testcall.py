@@ -11,12 +11,14 @@ Everything here is blocking and runs in a worker thread; a failed call is a resu
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from llm_observe.collector.settings import Settings
 
@@ -247,3 +249,38 @@ def run_call(target: Target, method: str, prompt: str, *, stream: bool,
         clock.stop()
     result.reply = result.reply[:1000]
     return result
+
+
+T = TypeVar("T")
+
+
+def in_daemon_thread(fn: Callable[[], T]) -> asyncio.Future[T]:
+    """Run ``fn`` in a daemon thread of its own; the returned future resolves on this loop.
+
+    Test calls block on a provider for up to their timeout (120 s at most): in the
+    loop's shared executor they would starve the requests that need it, and an
+    executor's threads are joined at exit, so SIGTERM would wait for a slow provider.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return  # the request was cancelled (client gone, shutdown)
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def target() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (fn(), None)
+        except BaseException as exc:  # handed to the awaiting request, not lost
+            outcome = (None, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:
+            pass  # the loop has closed: nobody is waiting any more
+
+    threading.Thread(target=target, name="llm-observe-test-call", daemon=True).start()
+    return future

@@ -109,7 +109,9 @@ async def _serve(collector: Any, args: argparse.Namespace) -> int:
 
     settings = collector.settings
     app = create_app(collector)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    # In-flight requests get a bounded grace at shutdown (aiohttp's default is 60 s).
+    runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                           shutdown_timeout=min(5.0, settings.shutdown_timeout_s))
     await runner.setup()
     receiver: Any = None
     prometheus: Any = None
@@ -132,8 +134,15 @@ async def _serve(collector: Any, args: argparse.Namespace) -> int:
             prometheus = _start_prometheus(settings, args.prometheus_port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        signals = (signal.SIGTERM, signal.SIGINT)
+
+        def on_signal() -> None:
+            stop.set()
+            for sig in signals:  # a second Ctrl-C interrupts the drain itself
+                loop.remove_signal_handler(sig)
+
+        for sig in signals:
+            loop.add_signal_handler(sig, on_signal)
         _announce(settings, scrape, receiver, args)  # after the handlers: ready means stoppable
         await stop.wait()
         log.info("shutting down: stopping intake, draining the pipeline")

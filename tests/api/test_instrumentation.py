@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -249,3 +250,17 @@ def test_call_target_comes_from_settings_then_the_sdk_variables() -> None:
     default = target_for(Settings(), "anthropic", None, environ=env)
     assert default.base_url == "https://api.anthropic.com" and default.api_key == "ant-env"
     assert default.url == "https://api.anthropic.com/v1/messages"
+
+
+async def test_test_calls_past_the_limit_are_503_busy(live: Any, fakes: Fakes) -> None:
+    # Each test call holds a thread until its provider answers: a fifth at once is told
+    # to retry instead of piling up threads.
+    fakes.openai.settings.delay_s = 1.5
+    body = {"method": "httpx", "provider": "openai"}
+    answers = await asyncio.gather(*(live.post("/v1/instrumentation/test-call", json=body)
+                                     for _ in range(5)))
+    statuses = sorted(resp.status for resp in answers)
+    assert statuses == [200, 200, 200, 200, 503]
+    [busy] = [resp for resp in answers if resp.status == 503]
+    assert (await busy.json())["error"]["code"] == "busy"
+    assert busy.headers["Retry-After"] == "1"

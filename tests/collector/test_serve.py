@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -9,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -17,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.fakes import FakeProvider
+from tests.fakes.provider import Settings as ProviderSettings
 
 START_TIMEOUT_S = 60
 
@@ -198,6 +203,32 @@ def test_bad_redis_url_or_log_level_is_one_line_and_exit_2(variable: str, value:
 def test_an_empty_host_is_refused_not_every_interface() -> None:
     code, err = run_to_exit("--host", "", "--otlp-port", "0")
     assert code == 2 and "host" in one_line(err)
+
+
+def test_sigterm_is_not_held_up_by_a_test_call_to_a_slow_provider(
+        ports: tuple[int, int]) -> None:
+    # The provider takes 60 s; the test call runs in a thread of its own, so SIGTERM
+    # stops the collector within its shutdown bound, not when the provider answers.
+    api, metrics = ports
+    with FakeProvider(ProviderSettings(delay_s=60)) as slow:
+        served = start("--port", str(api), "--metrics-port", str(metrics), "--otlp-port", "0",
+                       environ=env(LLM_OBSERVE_OPENAI_BASE_URL=slow.openai_base_url,
+                                   LLM_OBSERVE_OPENAI_API_KEY="k"))
+        def test_call() -> None:
+            with contextlib.suppress(OSError):  # cut off by the shutdown, as expected
+                call("POST", f"http://127.0.0.1:{api}/v1/instrumentation/test-call",
+                     {"method": "httpx", "provider": "openai"})
+
+        caller = threading.Thread(target=test_call, daemon=True)
+        caller.start()
+        deadline = time.monotonic() + 10
+        while not slow.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert slow.requests, "the test call never reached the provider"
+        began = time.monotonic()
+        code, _ = served.stop()
+        assert code == 0
+        assert time.monotonic() - began < 20
 
 
 def test_port_in_use_is_one_line_and_exit_1() -> None:
