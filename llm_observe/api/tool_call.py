@@ -17,7 +17,7 @@ from llm_observe import semconv
 from llm_observe.api.keys import AppKeys
 from llm_observe.api.request import Fields, json_object
 from llm_observe.processors.toolchain import TOOL_CALLS
-from llm_observe.span import MAX_LABEL_CHARS, MAX_TOKENS
+from llm_observe.span import MAX_LABEL_CHARS, MAX_TOKENS, LlmSpan
 
 MAX_COST_USD_MICRO = 10**15  # a billion dollars: bounds the field, not anyone's budget
 
@@ -31,10 +31,10 @@ def _price(request: web.Request, fields: Fields) -> tuple[int | None, str | None
     completion = fields.integer("completion_tokens", maximum=MAX_TOKENS, default=0) or 0
     if cost is not None or model is None:
         return cost, None
-    entry = request.app[AppKeys.collector].price_table.lookup(model, provider or "")
-    if entry is None:
-        return None, None
-    return entry.cost_usd_micro(prompt, completion), entry.version
+    step = LlmSpan(model=model, provider=(provider or "").lower(), prompt_tokens=prompt,
+                   completion_tokens=completion)
+    request.app[AppKeys.collector].cost.price(step)  # the pipeline's own pricing
+    return step.cost_usd_micro, step.price_version
 
 
 async def track_handler(request: web.Request) -> web.Response:

@@ -32,6 +32,7 @@ class Collector:
     metrics: LlmMetrics
     pipeline: Pipeline
     price_table: Any
+    cost: Any  # the pipeline's CostProcessor: prices a span as the pipeline does
     scanner: Any
     tracker: ToolChainTracker
     embedder: Any = None
@@ -57,9 +58,9 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
                                                services=settings.max_services))
     tracker = ToolChainTracker()
     embedder = _embedder(settings)
+    cost = CostProcessor(price_table)
     processors: list[Processor] = [
-        TokensProcessor(), CostProcessor(price_table), ScanProcessor(scanner),
-        SamplingProcessor(),
+        TokensProcessor(), cost, ScanProcessor(scanner), SamplingProcessor(),
     ]
     if embedder is not None:
         from llm_observe.processors.embedding import EmbeddingProcessor
@@ -68,7 +69,7 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     extra = list(exporters or [])
     pipeline = Pipeline(processors, [PrometheusExporter(metrics), *extra])
     return Collector(settings=settings, registry=registry, metrics=metrics, pipeline=pipeline,
-                     price_table=price_table, scanner=scanner, tracker=tracker,
+                     price_table=price_table, cost=cost, scanner=scanner, tracker=tracker,
                      embedder=embedder, extra_exporters=extra)
 
 

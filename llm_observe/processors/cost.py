@@ -33,24 +33,30 @@ class CostProcessor:
 
     def process(self, batch: list[LlmSpan]) -> None:
         """Price every span in place; unpriced spans get None and a one-time warning."""
-        lookup = self.table.lookup
         for span in batch:
-            entry = None
-            # The provider's response model is the exact snapshot billed
-            # (gpt-4o -> gpt-4o-2024-08-06); the requested name is the fallback.
-            if span.actual_model:
-                entry = lookup(span.actual_model, span.provider)
-            if entry is None:
-                entry = lookup(span.model, span.provider)
-            if entry is None:
-                span.cost_usd_micro = None
-                span.price_version = None
-                self._warn_unpriced(span)
-                continue
-            span.cost_usd_micro = entry.cost_usd_micro(
-                span.prompt_tokens, span.completion_tokens,
-                span.cache_read_tokens, span.cache_write_tokens)
-            span.price_version = entry.version
+            self.price(span)
+
+    def price(self, span: LlmSpan) -> None:
+        """Set ``span``'s cost and price version (None for an unpriced model, logged once).
+
+        Also the one pricing path of the REST tool-call endpoint."""
+        lookup = self.table.lookup
+        entry = None
+        # The provider's response model is the exact snapshot billed
+        # (gpt-4o -> gpt-4o-2024-08-06); the requested name is the fallback.
+        if span.actual_model:
+            entry = lookup(span.actual_model, span.provider)
+        if entry is None:
+            entry = lookup(span.model, span.provider)
+        if entry is None:
+            span.cost_usd_micro = None
+            span.price_version = None
+            self._warn_unpriced(span)
+            return
+        span.cost_usd_micro = entry.cost_usd_micro(
+            span.prompt_tokens, span.completion_tokens,
+            span.cache_read_tokens, span.cache_write_tokens)
+        span.price_version = entry.version
 
     def _warn_unpriced(self, span: LlmSpan) -> None:
         key = (span.model, span.provider)
