@@ -72,8 +72,15 @@ def create_app(collector: Collector) -> web.Application:
             app.router.add_get(path, handler)
         else:
             app.router.add_route(method, path, handler)
+    app.on_shutdown.append(_start_draining)
     app.cleanup_ctx.append(_resources)
     return app
+
+
+async def _start_draining(app: web.Application) -> None:
+    # on_shutdown runs before aiohttp waits for in-flight requests: from here on the
+    # record endpoints answer 503 shutting_down instead of racing the pipeline's drain.
+    app[AppKeys.state].draining = True
 
 
 async def _resources(app: web.Application) -> AsyncIterator[None]:
@@ -83,7 +90,6 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     await events.start()
     detach_bridge = attach_bridge(collector)
     yield
-    app[AppKeys.state].draining = True
     detach_bridge()
     await app[AppKeys.scrape].stop()
     await events.stop()

@@ -247,3 +247,12 @@ async def test_init_body_must_be_an_object_when_sent(api: Any, body: bytes) -> N
     resp = await api.post("/v1/metrics/init", data=body,
                           headers={"Content-Type": "application/json"})
     assert resp.status == 422
+
+
+async def test_once_shutdown_begins_records_are_503_shutting_down(api: Any) -> None:
+    # on_shutdown runs before aiohttp waits for in-flight requests: a record that arrives
+    # then is told to retry elsewhere instead of racing the pipeline's drain.
+    await api.app.shutdown()
+    resp = await api.post("/v1/metrics/record", json=SPAN)
+    assert resp.status == 503
+    assert (await resp.json())["error"]["code"] == "shutting_down"
