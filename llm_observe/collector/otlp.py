@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 MiB = 1024 * 1024
+SPOOL_RETRY_S = 30.0  # a spool whose write failed is tried again after this
 @dataclass(eq=False, slots=True)
 class _Batch:
     data: bytes
@@ -75,6 +76,7 @@ class OtlpForwarder:
         self._bytes = 0
         self._inflight: set[_Batch] = set()
         self._reading: set[Path] = set()  # spool files a worker is reading, not yet in flight
+        self._spool_retry_at = 0.0  # monotonic time before which the spool is not tried
         self._wakeup = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
         self._channel: grpc.aio.Channel | None = None
@@ -88,7 +90,13 @@ class OtlpForwarder:
     def has_room(self, n: int) -> bool:
         if self._memory_room(n):
             return True
-        return self.spool is not None and self.spool.has_room()
+        return self._spool_usable()
+
+    def _spool_usable(self) -> bool:
+        # After a failed write (disk full, read-only) the spool is left out for a while, so
+        # backpressure holds instead of piling the overflow up in memory.
+        return (self.spool is not None and self.spool.has_room()
+                and time.monotonic() >= self._spool_retry_at)
 
     async def export(self, batch: Sequence[LlmSpan]) -> None:
         """Queue spans built here (REST doors, transitions); spans received over OTLP are
@@ -153,7 +161,7 @@ class OtlpForwarder:
             await self._save_or_drop(self._batches_from(items))
             return
         self._ensure_started()
-        if (self.spool is not None and not self._memory_room(n) and self.spool.has_room()
+        if (not self._memory_room(n) and self._spool_usable()
                 and await self._spool_batches(self._batches_from(items))):
             self._wakeup.set()
             return
@@ -187,7 +195,9 @@ class OtlpForwarder:
             for batch in batches:
                 await loop.run_in_executor(None, self.spool.write, batch.spans, batch.data)
         except OSError:
-            log.exception("cannot write to the spool %s", self.spool.directory)
+            log.exception("cannot write to the spool %s; not using it for %g s",
+                          self.spool.directory, SPOOL_RETRY_S)
+            self._spool_retry_at = time.monotonic() + SPOOL_RETRY_S
             return False
         finally:
             self._update_gauges()
@@ -199,8 +209,8 @@ class OtlpForwarder:
             log.info("spooled %d undelivered spans to %s", spans, self.spool.directory)
             return
         self.metrics.dropped.labels("shutdown").inc(spans)
-        log.error("dropped %d spans not delivered to %s before shutdown (no spool_dir set)",
-                  spans, self.endpoint)
+        log.error("dropped %d spans not delivered to %s before shutdown (%s)", spans,
+                  self.endpoint, "no spool_dir set" if self.spool is None else "spool unwritable")
 
     # --- sending ---------------------------------------------------------------------
     def _ensure_started(self) -> None:

@@ -238,6 +238,26 @@ async def test_a_request_the_backend_finds_too_large_is_split_and_forwarding_goe
     assert sample(registry, "llm_observe_otlp_exported_spans_total") == 15
 
 
+async def test_a_spool_that_cannot_be_written_does_not_turn_off_backpressure(
+        sink: OtlpSink, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await sink.stop()
+    fwd = forwarder(sink, max_spans=10, spool_dir=str(tmp_path))
+    assert fwd.spool is not None
+
+    def disk_full(spans: int, data: bytes) -> Path:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fwd.spool, "write", disk_full)
+    await fwd.export(spans(10))  # memory is full now
+    assert fwd.has_room(10)  # the spool has room as far as it knows
+    await fwd.export(spans(10, start=10))  # the write fails: kept in memory, not lost
+    assert fwd.queued_spans == 20
+    assert not fwd.has_room(10)  # backpressure, not an ever-growing memory queue
+    await sink.start()
+    await sink.wait_for_spans(20)
+    await fwd.shutdown(5)
+
+
 async def test_spans_from_the_rest_doors_are_built_with_their_enrichment(sink: OtlpSink) -> None:
     fwd = forwarder(sink)
     [span] = spans(1, prompt_text="mail me at bob@example.com", completion_text="ok",
