@@ -53,6 +53,9 @@ _M0, _M1, _M2, _M3 = _MARKERS
 NOT_LLM_OPERATIONS = frozenset({
     "invoke_agent", "create_agent", "execute_tool", "invoke_workflow", "execute_task",
     "agent", "framework", "vectordb", "retrieval", "workflow", "task", "tool", "rerank",
+    # Embedding calls are no chat/completion call (no completion, no TTFT); OpenInference's
+    # EMBEDDING kind is left out the same way.
+    "embeddings", "embedding",
 })
 
 # --- key chains: first present wins ---------------------------------------------
@@ -225,7 +228,8 @@ def map_span(span: Any, service_name: str, origin: Any) -> LlmSpan | None:
     elif p.ttft_s:
         ttft = seconds_ms(a, p.ttft_s)
     else:
-        ttft = event_ttft(events, start) if events and start else None
+        ttft = (event_ttft(events, start, span.dropped_events_count)
+                if events and start else None)
     if ttft is not None and latency is not None and ttft > latency:
         raise SpanRejected("time to first token", f"({ttft} ms) exceeds the latency ({latency} ms)")
 

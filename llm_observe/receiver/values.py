@@ -31,6 +31,7 @@ class SpanRejected(ValueError):
 # Span events whose first occurrence marks the first streamed token.
 _FIRST_TOKEN_EVENTS = frozenset({sc.OI_FIRST_TOKEN_EVENT, sc.OLLM_COMPLETION_CHUNK_EVENT,
                                  sc.OLLM_GEN_AI_COMPLETION_CHUNK_EVENT})
+_EXPLICIT_FIRST_TOKEN = frozenset({sc.OI_FIRST_TOKEN_EVENT})  # emitted once, at the token
 _unpack_double = struct.Struct("<d").unpack_from
 _providers: dict[bytes, str] = {}  # encoded value -> canonical name, bounded below
 _values: dict[bytes, Any] = {}  # small encoded values -> decoded (labels repeat a lot)
@@ -122,10 +123,16 @@ def seconds_ms(a: Any, key: str) -> int:
                             f"got {describe(seconds)}")
 
 
-def event_ttft(events: Any, start: int) -> int | None:
-    """TTFT from the first first-token / chunk event (OpenInference, OpenLLMetry)."""
+def event_ttft(events: Any, start: int, dropped_events: int = 0) -> int | None:
+    """TTFT from the first first-token / chunk event (OpenInference, OpenLLMetry).
+
+    SDKs keep the newest 128 events and drop the oldest: when the span says events were
+    dropped, the first chunk event left is not the first chunk, so only OpenInference's
+    one-off first-token event is trusted then.
+    """
+    names = _FIRST_TOKEN_EVENTS if not dropped_events else _EXPLICIT_FIRST_TOKEN
     for event in events:
-        if event.name in _FIRST_TOKEN_EVENTS:
+        if event.name in names:
             at = event.time_unix_nano
             if at < start:
                 raise SpanRejected(f"event {event.name!r}", "is before the span's start")

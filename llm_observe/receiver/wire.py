@@ -55,6 +55,7 @@ _SCHEMA: tuple[tuple[str, tuple[tuple[str, int, int, int, str], ...], bool], ...
               ("end_time_unix_nano", 8, _F.TYPE_FIXED64, _OPT, ""),
               ("attributes", 9, _F.TYPE_MESSAGE, _REP, "Span.AttributesEntry"),
               ("events", 11, _F.TYPE_MESSAGE, _REP, "Event"),
+              ("dropped_events_count", 12, _F.TYPE_UINT32, _OPT, ""),
               ("status", 15, _F.TYPE_BYTES, _OPT, "")), True),
     ("Event", (("time_unix_nano", 1, _F.TYPE_FIXED64, _OPT, ""),
                ("name", 2, _F.TYPE_STRING, _OPT, ""),

@@ -251,7 +251,11 @@ def test_ttft_survives_every_convention(attrs: dict[str, Any],
     {"openinference.span.kind": "EMBEDDING", "embedding.model_name": "text-embedding-3"},
     {"traceloop.span.kind": "workflow", "gen_ai.request.model": "gpt-4o"},
     {"http.request.method": "POST", "url.full": "https://api.openai.com/v1/chat/completions"},
-], ids=["agent", "tool", "oi-chain", "oi-embedding", "traceloop-workflow", "http"])
+    {"gen_ai.operation.name": "embeddings", "gen_ai.request.model": "text-embedding-3-small"},
+    {"gen_ai.operation.name": "embedding", "gen_ai.request.model": "text-embedding-3-small"},
+    {"llm.request.type": "embedding", "gen_ai.request.model": "text-embedding-3-small"},
+], ids=["agent", "tool", "oi-chain", "oi-embedding", "traceloop-workflow", "http",
+        "semconv-embeddings", "openlit-embedding", "openllmetry-embedding"])
 def test_spans_that_are_not_one_llm_call_pass_through(attrs: dict[str, Any]) -> None:
     w = walked(record_spans(lambda t: llm_span(t, "op", attrs)))
     assert (len(w.llm), w.n_other, w.rejected) == (0, 1, [])
@@ -281,3 +285,17 @@ def test_the_keyword_fallback_builds_the_same_span(monkeypatch: pytest.MonkeyPat
     fields = ("model", "prompt_tokens", "retry_count", "is_sampled", "span_id", "source")
     assert [getattr(fast, f) for f in fields] == [getattr(slow, f) for f in fields]
     assert fast.is_sampled is True and fast.cost_usd_micro is None
+
+
+def test_chunk_events_past_the_sdks_event_limit_give_no_ttft_rather_than_a_wrong_one() -> None:
+    # The SDK keeps the newest 128 events: of 300 chunk events (first at 100 ms) the ones
+    # left start at 1,820 ms. With events dropped, chunk events cannot tell the TTFT.
+    chunks = [("gen_ai.content.completion.chunk", 100 + 10 * i) for i in range(300)]
+    span = only_llm(record_spans(lambda t: llm_span(t, "chat", {
+        "gen_ai.request.model": "gpt-4o", "gen_ai.system": "openai"}, events=chunks,
+        duration_ms=4000)))
+    assert span.latency_ms_ttft is None
+    few = only_llm(record_spans(lambda t: llm_span(t, "chat", {
+        "gen_ai.request.model": "gpt-4o", "gen_ai.system": "openai"}, events=chunks[:50],
+        duration_ms=4000)))
+    assert few.latency_ms_ttft == 100
