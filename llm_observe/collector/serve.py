@@ -169,7 +169,8 @@ async def _start_receiver(collector: Any) -> Any:
     host = settings.otlp_host or settings.host
     try:
         return await start_receiver(collector.pipeline, collector.registry, host,
-                                    settings.otlp_port, settings.otlp_max_message_bytes)
+                                    settings.otlp_port, settings.otlp_max_message_bytes,
+                                    max_spans=settings.otlp_max_spans_per_request)
     except OSError as exc:
         raise _StartupError(str(exc) if exc.strerror is None else
                             f"OTLP receiver cannot listen on {host}:{settings.otlp_port}: "

@@ -42,6 +42,7 @@ class Settings:
     redis_url: str | None = None
     # OTLP receiver and forwarder
     otlp_max_message_bytes: int = 16 * MiB
+    otlp_max_spans_per_request: int = 20_000  # SDKs send 512, the OTel Collector <= 8,192
     tempo_endpoint: str | None = None  # e.g. localhost:4319; None = metrics only
     queue_max_spans: int = 100_000
     queue_max_bytes: int = 256 * MiB
@@ -68,6 +69,7 @@ class Settings:
             _check(1 <= getattr(self, name) <= 65535, name, "must be a port 1-65535")
         _check(0 <= self.otlp_port <= 65535, "otlp_port", "must be a port 0-65535 (0 = off)")
         for name in ("max_body_bytes", "max_batch_spans", "otlp_max_message_bytes",
+                     "otlp_max_spans_per_request",
                      "queue_max_spans", "queue_max_bytes", "embedding_batch_size",
                      "max_models", "max_services"):
             _check(getattr(self, name) >= 1, name, "must be >= 1")

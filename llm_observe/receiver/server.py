@@ -33,13 +33,14 @@ from prometheus_client import CollectorRegistry
 from llm_observe.collector.pipeline import Backpressure, Pipeline
 from llm_observe.collector.selfmetrics import ReceiverMetrics, receiver_metrics
 from llm_observe.errors import PermanentError
-from llm_observe.receiver.walk import RequestInvalid, Walked, decode_request, walk
+from llm_observe.receiver.walk import RequestInvalid, Walked, count_spans, decode_request, walk
 
 log = logging.getLogger(__name__)
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 METHOD = "Export"
 FLAVOUR = "aio"  # chosen by measurement: docs/receiver.md
+DEFAULT_MAX_SPANS = 20_000  # per request (Settings.otlp_max_spans_per_request)
 
 
 @runtime_checkable
@@ -98,9 +99,11 @@ class TraceService:
     pipeline, on the event loop). One instance per receiver."""
 
     def __init__(self, pipeline: Pipeline, metrics: ReceiverMetrics,
-                 loop: asyncio.AbstractEventLoop | None = None) -> None:
+                 loop: asyncio.AbstractEventLoop | None = None,
+                 max_spans: int = DEFAULT_MAX_SPANS) -> None:
         self.pipeline = pipeline
         self.metrics = metrics
+        self.max_spans = max_spans
         self.loop = loop
         self.sinks = [e for e in pipeline.exporters if isinstance(e, RequestSink)]
 
@@ -126,7 +129,12 @@ class TraceService:
     def receive(self, request: bytes) -> Walked | Answer:
         """Decode and sort a request (CPU only; never touches the pipeline)."""
         try:
-            walked = walk(decode_request(request))
+            decoded = decode_request(request)
+            n = count_spans(decoded)
+            if n > self.max_spans:  # mapping and enriching it would hold the loop for seconds
+                raise RequestInvalid(f"request holds {n} spans; at most {self.max_spans} are "
+                                     "taken per request: export smaller batches")
+            walked = walk(decoded)
         except RequestInvalid as exc:
             self.metrics.requests.labels("invalid").inc()
             return Answer(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -182,14 +190,14 @@ class TraceService:
 
 async def start_receiver(pipeline: Pipeline, registry: CollectorRegistry, host: str, port: int,
                          max_message_bytes: int, *, flavour: str = FLAVOUR,
-                         threads: int = 4) -> Receiver:
+                         threads: int = 4, max_spans: int = DEFAULT_MAX_SPANS) -> Receiver:
     """Start the OTLP/gRPC TraceService on ``host:port`` (0 = any free port).
 
     ``flavour`` "aio" serves on the running event loop; "threads" uses a thread-pool
     server that maps spans in its threads and runs the pipeline on this loop.
     """
     loop = asyncio.get_running_loop()
-    service = TraceService(pipeline, receiver_metrics(registry), loop)
+    service = TraceService(pipeline, receiver_metrics(registry), loop, max_spans)
     options = [("grpc.max_receive_message_length", max_message_bytes),
                ("grpc.so_reuseport", 0)]  # a second receiver on the port must fail, not share
     if flavour == "threads":

@@ -83,6 +83,29 @@ async def test_garbage_and_truncated_requests_are_invalid_argument(stack: Stack)
     await still_serving(stack, 1)
 
 
+async def test_a_request_past_the_span_cap_is_invalid_argument_and_never_counted(
+        sink: OtlpSink) -> None:
+    # Mapping and enriching hundreds of thousands of spans would hold the event loop
+    # (and with it the API and /metrics) for seconds: such a request is refused whole.
+    stack = await make_stack(sink)
+    await stack.receiver.stop(0)
+    stack.receiver = await start_receiver(stack.collector.pipeline, stack.registry,
+                                          "127.0.0.1", 0, 4 * MiB, max_spans=100)
+    try:
+        code, details, _, _ = await call(stack.endpoint,
+                                         request(*[GOOD] * 101).SerializeToString())
+        assert code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "101 spans" in details and "at most 100" in details
+        assert stack.metrics().get("llm_spans_total", model="gpt-4o", provider="openai",
+                                   service_name="svc", status="success",
+                                   has_retries="false") in (None, 0)
+        code, _, _, _ = await call(stack.endpoint, request(*[GOOD] * 100).SerializeToString())
+        assert code == grpc.StatusCode.OK
+    finally:
+        await stack.receiver.stop(0)
+        await stack.collector.pipeline.shutdown(5)
+
+
 @pytest.mark.parametrize("bad, key", [
     ({"gen_ai.usage.input_tokens": "12"}, "gen_ai.usage.input_tokens"),
     ({"gen_ai.usage.output_tokens": -5}, "gen_ai.usage.output_tokens"),
