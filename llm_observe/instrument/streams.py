@@ -15,6 +15,7 @@ from typing import Any
 import wrapt
 
 from llm_observe.instrument._guard import report
+from llm_observe.instrument.context import ACTIVE
 from llm_observe.instrument.extract._common import Accumulator
 from llm_observe.instrument.record import LlmCall
 
@@ -113,7 +114,14 @@ class SyncStream(StreamProxy):
 
     def __next__(self) -> Any:
         try:
-            item = next(self._self_iter)
+            if self._self_started:
+                item = next(self._self_iter)
+            else:  # a lazy stream sends its request now (LiteLLM's Gemini, Vertex ...)
+                token = ACTIVE.set(self._self_call)  # ... and it is this call's request
+                try:
+                    item = next(self._self_iter)
+                finally:
+                    ACTIVE.reset(token)
         except StopIteration:
             self._self_finish()
             raise
@@ -145,7 +153,14 @@ class AsyncStream(StreamProxy):
 
     async def __anext__(self) -> Any:
         try:
-            item = await self._self_iter.__anext__()
+            if self._self_started:
+                item = await self._self_iter.__anext__()
+            else:  # see SyncStream.__next__: a lazy stream's request is this call's
+                token = ACTIVE.set(self._self_call)
+                try:
+                    item = await self._self_iter.__anext__()
+                finally:
+                    ACTIVE.reset(token)
         except StopAsyncIteration:
             self._self_finish()
             raise
@@ -171,11 +186,7 @@ class AsyncStream(StreamProxy):
         finally:
             self._self_finish()
 
-    async def close(self) -> Any:  # the OpenAI/Anthropic async streams name it close()
-        try:
-            return await self._self_close_wrapped()
-        finally:
-            self._self_finish()
+    close = aclose  # the OpenAI/Anthropic async streams name it close()
 
     async def __aenter__(self) -> Any:
         enter = getattr(self.__wrapped__, "__aenter__", None)

@@ -143,3 +143,34 @@ def test_broken_request_reading_passes_the_call_through(instrumented: Spans,
                                             messages=[{"role": "user", "content": "y"}])
     assert answer.choices[0].message.content == "You said: y"
     assert instrumented.llm() == []
+
+
+def test_a_lazy_stream_that_sends_its_request_on_first_read_is_one_span(
+        instrumented: Spans, clean_registry: None, known_url: FakeProvider, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # LiteLLM's Gemini/Vertex streams send the HTTP request on the first next(), after the
+    # SDK call returned: the request still belongs to the call, not to the httpx catch-all.
+    (tmp_path / "lazy_llm_sdk.py").write_text(textwrap.dedent(f'''
+        import httpx
+
+        class Client:
+            def generate(self, prompt, stream=True):
+                def chunks():
+                    reply = httpx.post("{known_url.openai_base_url}/chat/completions",
+                                       json={{"model": "gpt-4o", "messages":
+                                             [{{"role": "user", "content": prompt}}]}})
+                    yield from reply.json()["choices"][0]["message"]["content"].split()
+                return chunks()
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = CallSpec(provider=lambda _client: "lazy_llm",
+                    request=lambda _c, args, kwargs: Request("lazy-1", args[0], True),
+                    response=openai_extract.response, accumulator=TextAccumulator)
+    instrument.register_patcher(instrument.TablePatcher("lazy_llm", "lazy_llm_sdk", [
+        instrument.Wrap("lazy_llm_sdk", "Client", "generate", sync_wrapper(spec))]))
+    import lazy_llm_sdk
+
+    assert list(lazy_llm_sdk.Client().generate("hi there")) == ["You", "said:", "hi", "there"]
+    attrs = instrumented.one()  # one span, the SDK call's, not a second from httpx
+    assert attrs[semconv.GEN_AI_PROVIDER_NAME] == "lazy_llm"
+    sys.modules.pop("lazy_llm_sdk", None)
