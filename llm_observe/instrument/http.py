@@ -122,13 +122,51 @@ def stream_accumulator(detection: providers.Detection, content_type: str,
                        content_encoding: str) -> Accumulator:
     """An accumulator for a streamed response body, by its content type."""
     response_fn, accumulator = WIRES.get(detection.wire, WIRES["openai"])
-    if content_encoding not in ("", "identity"):
-        return TextAccumulator()  # compressed bytes: timing only, tokens counted locally
+    inner: Accumulator
     if "event-stream" in content_type:
-        return LineAccumulator(accumulator(), sse=True)
-    if "ndjson" in content_type or detection.wire == "ollama":
-        return LineAccumulator(accumulator(), sse=False)
-    return BodyAccumulator(response_fn)
+        inner = LineAccumulator(accumulator(), sse=True)
+    elif "ndjson" in content_type or detection.wire == "ollama":
+        inner = LineAccumulator(accumulator(), sse=False)
+    else:
+        inner = BodyAccumulator(response_fn)
+    encoding = content_encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return inner
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        return Decompressing(inner)
+    return TimingOnly()  # br, zstd ...: the stream is timed, its tokens counted locally
+
+
+class Decompressing:
+    """gzip/deflate bytes as the catch-all sees them (the raw stream) in, plain bytes on
+    to ``inner``."""
+
+    __slots__ = ("_inner", "_zlib")
+
+    def __init__(self, inner: Accumulator) -> None:
+        self._inner = inner
+        self._zlib = zlib.decompressobj(32 + zlib.MAX_WBITS)  # gzip or zlib header, detected
+
+    @property
+    def outcome(self) -> Outcome:
+        return self._inner.outcome
+
+    def add(self, chunk: Any) -> None:
+        data = self._zlib.decompress(chunk)
+        if data:
+            self._inner.add(data)
+
+
+class TimingOnly:
+    """A body we cannot read (an encoding we do not decode): nothing is gathered."""
+
+    __slots__ = ("outcome",)
+
+    def __init__(self) -> None:
+        self.outcome = Outcome()
+
+    def add(self, chunk: Any) -> None:
+        pass
 
 
 class LineAccumulator:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gc
+import gzip
+import json
+import zlib
 from typing import Any
 
 import httpx
@@ -180,3 +183,41 @@ def test_request_parts_reads_httpx_requests() -> None:
     assert (scheme, host, port, path, query) == ("https", "api.openai.com", None,
                                                  "/v1/chat/completions", "x=1")
     assert b'"gpt-4o"' in body
+
+
+def _sse(words: list[str], usage: bool) -> bytes:
+    base = {"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o"}
+    events = [{**base, "choices": [{"index": 0, "delta": {"content": w},
+                                    "finish_reason": None}]} for w in words]
+    if usage:
+        events.append({**base, "choices": [],
+                       "usage": {"prompt_tokens": 7, "completion_tokens": len(words)}})
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) \
+        + b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize(("encoding", "compress"), [
+    ("gzip", gzip.compress), ("deflate", zlib.compress)], ids=["gzip", "deflate"])
+def test_compressed_sse_is_read_through_its_content_encoding(
+        instrumented: Spans, encoding: str, compress: Any) -> None:
+    # The catch-all sees the raw (still compressed) stream; the user gets it decoded.
+    body = compress(_sse(["Hello", " world"], usage=True))
+
+    class Chunks(httpx.SyncByteStream):
+        def __iter__(self) -> Any:
+            yield body[:40]
+            yield body[40:]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream",
+                                            "content-encoding": encoding}, stream=Chunks())
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    with client.stream("POST", "https://api.openai.com/v1/chat/completions",
+                       json={**BODY, "stream": True}) as response:
+        received = b"".join(response.iter_bytes())
+    assert received.startswith(b"data: ")
+    attrs = instrumented.one()
+    assert attrs[semconv.COMPLETION_TEXT] == "Hello world"
+    assert (attrs[semconv.GEN_AI_USAGE_INPUT_TOKENS],
+            attrs[semconv.GEN_AI_USAGE_OUTPUT_TOKENS]) == (7, 2)
