@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import anthropic
 import httpx2
 import pytest
@@ -144,3 +146,16 @@ def test_one_span_even_when_the_url_is_a_known_provider(instrumented: Spans,
     with sdk.messages.stream(**ARGS) as stream:  # type: ignore[arg-type]
         stream.until_done()
     assert len(instrumented.all()) == 2
+
+
+async def test_async_messages_stream_is_timed_from_async_with(instrumented: Spans,
+                                                              fake: FakeProvider) -> None:
+    # The request is sent at `async with`, not at stream(): time spent in between is not
+    # the call's latency.
+    manager = async_client(fake).messages.stream(**ARGS)  # type: ignore[arg-type]
+    await asyncio.sleep(0.5)
+    async with manager as stream:
+        assert await stream.get_final_text()
+    attrs = instrumented.one()
+    assert isinstance(attrs[semconv.LATENCY_MS_TOTAL], int)
+    assert attrs[semconv.LATENCY_MS_TOTAL] < 400

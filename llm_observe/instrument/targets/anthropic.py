@@ -5,9 +5,10 @@ a request function that records the call and returns the raw event stream wrappe
 ``text_stream``, ``get_final_message()`` and plain iteration all pass through our
 wrapper. The beta namespace (``client.beta.messages``) is the same wire format.
 
-anthropic >= 2 also emits its own OpenTelemetry span per API call. While we are
-instrumenting, its span for ``messages.create`` is not started, so each call is one
-span (ours, with the same GenAI keys plus llm-observe's), not two.
+anthropic >= 2 also emits its own OpenTelemetry span per API call. While we record a
+``messages.create`` call, its span for it is not started, so each call is one span
+(ours, with the same GenAI keys plus llm-observe's), not two; a call we pass through
+(OTel suppressed) keeps the SDK's span.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from llm_observe.instrument._guard import logger
 from llm_observe.instrument.calls import CallSpec, Wrapper, async_wrapper, sync_wrapper
+from llm_observe.instrument.context import ACTIVE
 from llm_observe.instrument.extract import anthropic as extract
 from llm_observe.instrument.patching import TablePatcher, Wrap
 from llm_observe.instrument.targets._base_url import provider_of
@@ -53,8 +55,8 @@ def stream_wrapper(shell: Wrapper, is_async: bool) -> Wrapper:
         def call_original(**_: Any) -> Any:
             return original() if not is_async else original
 
-        if is_async:  # an awaitable, consumed once by __aenter__
-            setattr(manager, slot, shell(call_original, instance, (), kwargs))
+        if is_async:  # an awaitable, consumed once by __aenter__: the call starts there
+            setattr(manager, slot, _Deferred(lambda: shell(call_original, instance, (), kwargs)))
         else:
             setattr(manager, slot, lambda: shell(call_original, instance, (), kwargs))
         return manager
@@ -62,11 +64,25 @@ def stream_wrapper(shell: Wrapper, is_async: bool) -> Wrapper:
     return wrapper
 
 
+class _Deferred:
+    """An awaitable that makes its awaitable only when awaited, so the call is timed
+    from ``async with`` (where the request is sent), not from ``stream()``."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+
+    def __await__(self) -> Any:
+        return self._make().__await__()
+
+
 def _native_span(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> Any:
     options = args[2] if len(args) > 2 else kwargs.get("options")
-    if getattr(options, "span_name", None) == "anthropic.messages.create":
-        return None  # "no span": the SDK then makes the call without one
+    if ACTIVE.get() is not None and getattr(options, "span_name", None) == \
+            "anthropic.messages.create":
+        return None  # we are recording this call: the SDK then makes it without its span
     return wrapped(*args, **kwargs)
 
 
