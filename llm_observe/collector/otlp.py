@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 MiB = 1024 * 1024
 SPOOL_RETRY_S = 30.0  # a spool whose write failed is tried again after this
+
+
 @dataclass(eq=False, slots=True)
 class _Batch:
     data: bytes
