@@ -1,45 +1,33 @@
-"""Fixtures for the provisioning tests: a /metrics source fed with spans, a real Prometheus.
+"""Fixtures for the provisioning tests: a running collector fed with spans, a real Prometheus.
 
-``metrics_source`` is a stand-in for ``llm-observe serve``: the real exporter
-(llm_observe.collector.prometheus.LlmMetrics, the spec 2.6 series) on a fresh
-registry, served by prometheus_client's HTTP server on 127.0.0.1. The cost is
-computed here from a small price table because the stand-in has no pipeline.
-
-Switching to the real collector is local to this fixture: start
-``llm-observe serve --host 127.0.0.1 --port API --metrics-port M --otlp-port 0``
-as a subprocess on free ports, wait for ``GET /v1/metrics/health``, and make
-``record`` POST the spans to ``/v1/metrics/record-batch`` and return each
-result's ``cost_usd_micro``. The tests only use ``port`` and ``record``.
+``metrics_source`` is ``llm-observe serve`` itself, started as a subprocess on free
+loopback ports (no OTLP receiver, no embedding warm-up): spans go in through
+``POST /v1/metrics/record`` and Prometheus scrapes the collector's own ``/metrics``,
+so a dashboard written against a wrong metric name, label or unit fails here.
 """
 
 from __future__ import annotations
 
+import os
 import socket
-import threading
-from collections.abc import Callable, Iterable, Iterator
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import start_http_server
-from prometheus_client.metrics_core import Metric
 
-from llm_observe.collector.prometheus import LlmMetrics
 from llm_observe.provisioning.local_prometheus import (
     start_local_prometheus,
     stop_local_prometheus,
     wait_ready,
 )
-from llm_observe.span import LlmSpan
 
-# USD per 1M tokens (input, output) — the stand-in's own table, not the shipped one.
-STAND_IN_PRICES = {
-    "gpt-4o": (2.5, 10.0),
-    "gpt-4o-mini": (0.15, 0.6),
-    "claude-3-5-sonnet": (3.0, 15.0),
-}
+START_TIMEOUT_S = 60.0
 
 
 def free_port() -> int:
@@ -57,42 +45,49 @@ class MetricsSource:
     record: Callable[[list[dict[str, Any]]], list[int | None]]  # -> cost_usd_micro per span
 
 
-class _AtomicRegistry(CollectorRegistry):
-    """A scrape never sees half a batch (serve records a batch within one loop turn)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lock = threading.Lock()
-
-    def collect(self) -> Iterable[Metric]:
-        with self.lock:
-            metrics = list(super().collect())
-        yield from metrics
+def _start_serve(api: int, metrics: int) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_OBSERVE_")}
+    env["LLM_OBSERVE_EMBEDDING_ENABLED"] = "false"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llm_observe.cli", "serve", "--host", "127.0.0.1",
+         "--port", str(api), "--metrics-port", str(metrics), "--otlp-port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if "ready:" in line:
+            return proc
+        if not line and proc.poll() is not None:
+            raise AssertionError(f"serve exited {proc.returncode}: {proc.stderr.read()}")
+    proc.kill()
+    raise AssertionError("llm-observe serve did not become ready")
 
 
 @pytest.fixture(scope="module")
 def metrics_source() -> Iterator[MetricsSource]:
-    registry = _AtomicRegistry()
-    metrics = LlmMetrics(registry)
-    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    api, metrics = free_port(), free_port()
+    proc = _start_serve(api, metrics)
+    client = httpx.Client(base_url=f"http://127.0.0.1:{api}", timeout=10.0)
 
     def record(spans: list[dict[str, Any]]) -> list[int | None]:
-        batch = [LlmSpan.from_dict(s) for s in spans]
-        for span in batch:
-            price = STAND_IN_PRICES.get(span.model)
-            if price is not None:
-                span.cost_usd_micro = round(span.prompt_tokens * price[0]
-                                            + span.completion_tokens * price[1])
-        with registry.lock:
-            metrics.record(batch)
-        return [span.cost_usd_micro for span in batch]
+        costs = []
+        for span in spans:
+            resp = client.post("/v1/metrics/record", json=span)
+            assert resp.status_code == 200, resp.text
+            costs.append(resp.json()["cost_usd_micro"])
+        return costs
 
     try:
-        yield MetricsSource(port=int(server.server_port), record=record)
+        yield MetricsSource(port=metrics, record=record)
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        client.close()
+        proc.terminate()
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
 
 
 @dataclass
