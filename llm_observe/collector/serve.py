@@ -16,6 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from llm_observe.collector.logformat import FORMATS
+from llm_observe.collector.logformat import configure as configure_logging
+
 log = logging.getLogger("llm_observe.serve")
 
 EXIT_CONFIG = 2
@@ -40,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                         help="UI/API port of --with-prometheus (default 9090)")
     parser.add_argument("--log-level", default=os.environ.get("LLM_OBSERVE_LOG_LEVEL", "info"),
                         choices=LOG_LEVELS, help="default info; LLM_OBSERVE_LOG_LEVEL")
+    parser.add_argument("--log-format", default=os.environ.get("LLM_OBSERVE_LOG_FORMAT", "text"),
+                        choices=FORMATS,
+                        help="text (default) or json, one object per line; LLM_OBSERVE_LOG_FORMAT")
 
 
 def _fail(message: str, code: int) -> int:
@@ -54,11 +60,13 @@ def run(args: argparse.Namespace) -> int:
     from llm_observe.collector.settings import Settings
     from llm_observe.errors import ConfigError
 
-    if args.log_level.lower() not in LOG_LEVELS:  # argparse checks choices, not defaults
-        return _fail(f"LLM_OBSERVE_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, "
-                     f"got {args.log_level!r}", EXIT_CONFIG)
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # argparse checks choices, not defaults taken from the environment
+    for variable, value, allowed in (("LLM_OBSERVE_LOG_LEVEL", args.log_level, LOG_LEVELS),
+                                     ("LLM_OBSERVE_LOG_FORMAT", args.log_format, FORMATS)):
+        if value.lower() not in allowed:
+            return _fail(f"{variable} must be one of {', '.join(allowed)}, got {value!r}",
+                         EXIT_CONFIG)
+    configure_logging(args.log_level, args.log_format.lower())
     try:
         settings = Settings.from_env(
             host=args.host, port=args.port, metrics_port=args.metrics_port,

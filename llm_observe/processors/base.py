@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from llm_observe.span import LlmSpan
 
 log = logging.getLogger(__name__)
+LOGGED_FAILURES = 5  # spans of one batch a failing processor logs by id
 
 
 @runtime_checkable
@@ -66,12 +67,18 @@ class ProcessorChain:
         except Exception:
             log.exception("processor %s failed on a batch of %d; isolating", processor.name,
                           len(batch))
+            failed = 0
             for span in batch:
                 try:
                     processor.process([span])
-                except Exception:
+                except Exception as exc:
                     stats.errors += 1
                     span.errors.append(processor.name)
+                    failed += 1
+                    if failed <= LOGGED_FAILURES:  # with its trace id: "Logs for this span"
+                        log.warning("processor %s failed on span %s: %s", processor.name,
+                                    span.span_id, exc,
+                                    extra={"trace_id": span.trace_id, "span_id": span.span_id})
         stats.spans += len(batch)
         stats.seconds += time.perf_counter() - start
 

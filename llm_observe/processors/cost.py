@@ -71,4 +71,5 @@ class CostProcessor:
         self._warned.add(key)
         log.warning("no price for model %r (provider %r) in %s: cost_usd_micro is null; "
                     "add an entry to the price file", span.model, span.provider,
-                    self.table.source)
+                    self.table.source,
+                    extra={"trace_id": span.trace_id, "span_id": span.span_id})

@@ -27,6 +27,7 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 PROMETHEUS_UID = "prometheus"
 TEMPO_UID = "tempo"
 LOKI_UID = "loki"
+LOG_JOB = "llm-observe"  # the Loki stream label of the collector's log lines
 FOLDER = "LLM Observability"
 
 

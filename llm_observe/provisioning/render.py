@@ -24,6 +24,7 @@ from llm_observe.errors import ConfigError
 from llm_observe.provisioning import links
 from llm_observe.provisioning.params import (
     FOLDER,
+    LOG_JOB,
     LOKI_UID,
     PROFILES,
     PROMETHEUS_UID,
@@ -64,6 +65,7 @@ def template_context(params: RenderParams, out_dir: Path) -> dict[str, Any]:
         prometheus_uid=PROMETHEUS_UID,
         tempo_uid=TEMPO_UID,
         loki_uid=LOKI_UID,
+        log_job=LOG_JOB,
         trace_metric_tags=links.TRACE_METRIC_TAGS,
         trace_metric_queries=links.TRACE_METRIC_QUERIES,
         slow_spans_url=links.explore_traces_url(TEMPO_UID, links.slow_spans_traceql()),

@@ -192,12 +192,24 @@ def test_bad_environment_value_is_exit_2() -> None:
 @pytest.mark.parametrize(("variable", "value", "needle"), [
     ("LLM_OBSERVE_REDIS_URL", "localhost:6379", "redis_url"),
     ("LLM_OBSERVE_LOG_LEVEL", "trace", "LLM_OBSERVE_LOG_LEVEL"),
+    ("LLM_OBSERVE_LOG_FORMAT", "xml", "LLM_OBSERVE_LOG_FORMAT"),
 ])
-def test_bad_redis_url_or_log_level_is_one_line_and_exit_2(variable: str, value: str,
+def test_bad_redis_url_or_log_option_is_one_line_and_exit_2(variable: str, value: str,
                                                           needle: str) -> None:
     code, err = run_to_exit("--port", str(free_port()), "--otlp-port", "0",
                             environ=env(**{variable: value}))
     assert code == 2 and needle in one_line(err)
+
+
+def test_json_log_format_writes_one_object_per_line(ports: tuple[int, int]) -> None:
+    api, metrics = ports
+    served = start("--port", str(api), "--metrics-port", str(metrics), "--otlp-port", "0",
+                   "--log-format", "json")
+    code, err = served.stop()
+    assert code == 0
+    lines = [json.loads(line) for line in err.splitlines() if line.strip()]
+    assert lines and all({"ts", "level", "logger", "message"} <= set(x) for x in lines)
+    assert any("shutting down" in x["message"] for x in lines)
 
 
 def test_an_empty_host_is_refused_not_every_interface() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import configparser
 import json
+import logging
 import re
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pytest
 import yaml
 
+from llm_observe.collector.logformat import JsonFormatter
 from llm_observe.collector.settings import ENV_PREFIX, Settings
 from llm_observe.provisioning import render
 from llm_observe.provisioning.render import DASHBOARD_FILES, OUTPUTS
@@ -184,7 +186,8 @@ def test_latency_panel_links_to_the_slow_spans_in_tempo(native: Path) -> None:
 def test_collector_settings_file_is_read_by_settings(native: Path, container: Path) -> None:
     for out in (native, container):
         env = _env(out / "collector/collector.env")
-        fields = {ENV_PREFIX + f.upper() for f in Settings.__dataclass_fields__}
+        fields = {ENV_PREFIX + f.upper() for f in Settings.__dataclass_fields__} | {
+            "LLM_OBSERVE_LOG_LEVEL", "LLM_OBSERVE_LOG_FORMAT"}  # serve's own logging options
         assert set(env) <= fields, set(env) - fields
         settings = Settings.from_env(env)
         assert (settings.port, settings.metrics_port, settings.otlp_port) == (8000, 9464, 4317)
@@ -211,6 +214,31 @@ def test_logs_path_from_collector_log_to_loki(container: Path) -> None:
     assert loki["server"]["http_listen_port"] == 3100
     assert loki["server"]["http_listen_address"] == "127.0.0.1"
     assert loki["common"]["path_prefix"] == "/var/lib/llm-observe/loki"
+
+
+def test_trace_and_log_links_meet_in_the_collectors_json_log_lines(container: Path) -> None:
+    # The container's collector writes JSON lines (collector.env); a line logged about a
+    # span carries its trace id, which the Loki datasource's derived field must find, and
+    # Tempo's "Logs for this span" must query the stream Alloy writes those lines to.
+    assert _env(container / "collector/collector.env")["LLM_OBSERVE_LOG_FORMAT"] == "json"
+    sources = {d["name"]: d for d in _yaml(
+        container / "grafana/provisioning/datasources/llm-observe.yaml")["datasources"]}
+    to_logs = sources["Tempo"]["jsonData"]["tracesToLogsV2"]
+    assert to_logs["customQuery"] is True
+    alloy = (container / "alloy/config.alloy").read_text()
+    job = re.search(r'"job" = "([^"]+)"', alloy)
+    assert job is not None
+    # Grafana expands $VARS in provisioning files: "$$" is a literal "$".
+    assert to_logs["query"] == f'{{job="{job.group(1)}"}} |= "$${{__trace.traceId}}"'
+    assert {"key": "service.name", "value": "service_name"} in to_logs["tags"]
+    record = logging.LogRecord("llm_observe.processors.cost", logging.WARNING, __file__, 1,
+                               "no price for model %r", ("m",), None)
+    record.trace_id = "0af7651916cd43dd8448eb211c80319c"
+    line = JsonFormatter().format(record)
+    [derived] = sources["Loki"]["jsonData"]["derivedFields"]
+    found = re.search(derived["matcherRegex"], line)
+    assert found is not None and found.group(1) == record.trace_id
+    assert json.loads(line)["level"] == "warning"  # the label Alloy's stage.json extracts
 
 
 def test_grafana_uses_wal_and_no_default_password(container: Path) -> None:
