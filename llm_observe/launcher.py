@@ -56,6 +56,14 @@ class StackOptions:
         return f"{self.name}-data"
 
 
+def public_host(bind: str | None) -> str:
+    """The host name users reach a stack published on ``bind`` by (localhost when it is
+    every interface or loopback)."""
+    if not bind or bind in ("0.0.0.0", "::", "127.0.0.1", "::1"):
+        return "localhost"
+    return f"[{bind}]" if ":" in bind else bind
+
+
 def docker_run_args(opts: StackOptions) -> list[str]:
     """The argument list after ``docker`` that creates and starts the stack."""
     args = ["run", "--detach", "--name", opts.name, "--restart", "unless-stopped",
@@ -67,7 +75,7 @@ def docker_run_args(opts: StackOptions) -> list[str]:
         args += ["--publish", f"{prefix}{host}:{inside}"]
     args += ["--volume", f"{opts.volume}:{DATA_DIR}"]
     # Grafana builds its links and redirects from root_url: make them the host's URL
-    args += ["--env", f"GF_SERVER_ROOT_URL=http://localhost:{opts.grafana_port}/"]
+    args += ["--env", f"GF_SERVER_ROOT_URL=http://{public_host(opts.bind)}:{opts.grafana_port}/"]
     if opts.config_dir:
         args += ["--volume", f"{Path(opts.config_dir).resolve()}:{CONFIG_MOUNT}:ro",
                  "--env", f"LLM_OBSERVE_CONFIG_DIR={CONFIG_MOUNT}"]
@@ -125,11 +133,12 @@ def _no_engine(docker: Docker) -> str:
 def _urls(opts: StackOptions, password: str | None) -> list[str]:
     pw = (f"user admin, password {password}" if password else
           f"password not readable yet: `docker exec {opts.name} cat {PASSWORD_FILE}`")
-    return [f"  REST API    http://localhost:{opts.api_port}/v1",
-            f"  Grafana     http://localhost:{opts.grafana_port}  ({pw})",
-            f"  Prometheus  http://localhost:{opts.prometheus_port}",
-            f"  OTLP gRPC   localhost:{opts.otlp_port}",
-            f"  /metrics    http://localhost:{opts.metrics_port}/metrics"]
+    host = public_host(opts.bind)
+    return [f"  REST API    http://{host}:{opts.api_port}/v1",
+            f"  Grafana     http://{host}:{opts.grafana_port}  ({pw})",
+            f"  Prometheus  http://{host}:{opts.prometheus_port}",
+            f"  OTLP gRPC   {host}:{opts.otlp_port}",
+            f"  /metrics    http://{host}:{opts.metrics_port}/metrics"]
 
 
 def start(opts: StackOptions, docker: Docker, password_wait_s: float = 20.0) -> int:

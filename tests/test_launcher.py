@@ -151,6 +151,16 @@ def test_start_options_change_ports_name_image_and_mounts(
     assert "http://localhost:13002" in capsys.readouterr().out
 
 
+def test_a_bind_address_is_the_host_of_grafanas_links_and_the_printed_urls(
+        docker: FakeDocker, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli("start", "--bind", "192.168.7.20") == 0
+    (run,) = [c for c in docker.calls if c[0] == "run"]
+    assert "GF_SERVER_ROOT_URL=http://192.168.7.20:3002/" in run
+    assert "--publish" in run and "192.168.7.20:8002:8000" in run
+    out = capsys.readouterr().out
+    assert "http://192.168.7.20:3002" in out and "localhost" not in out
+
+
 def test_without_an_engine_start_points_to_serve_in_one_line(
         docker: FakeDocker, capsys: pytest.CaptureFixture[str]) -> None:
     docker.set(engine=False)
