@@ -179,6 +179,9 @@ class PriceTable:
             entry = self._by_key.get((name, provider))
             if entry is not None:
                 return entry
+        if any(p in self.providers for p in providers):
+            # A host we price has its own prices: Groq's list price is not Together's.
+            return None
         return self._unique.get(name)
 
     def _resolve(self, model: str, provider: str) -> PriceEntry | None:

@@ -286,3 +286,16 @@ def test_unreadable_file_is_a_config_error(tmp_path: Path) -> None:
 def test_parse_price_table_names_its_source() -> None:
     with pytest.raises(ConfigError, match=r"^upload: file: has no price entries$"):
         parse_price_table("[]", source="upload")
+
+
+def test_a_host_with_its_own_prices_never_borrows_anothers(table: PriceTable) -> None:
+    # Groq lists llama-3.3-70b-versatile; Together has entries of its own, so a Together
+    # span of that name is unpriced (null, counted), not billed at Groq's price.
+    groq = table.lookup("llama-3.3-70b-versatile", "groq")
+    assert groq is not None and groq.provider == "groq"
+    assert table.lookup("llama-3.3-70b-versatile", "together") is None
+    # Hosts with no entries of their own resell the model's list price.
+    azure = table.lookup("gpt-4o", "azure")
+    bedrock = table.lookup("claude-3-5-sonnet-20241022", "bedrock")
+    assert azure is not None and azure.provider == "openai"
+    assert bedrock is not None and bedrock.provider == "anthropic"
