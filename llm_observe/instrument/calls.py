@@ -14,6 +14,7 @@ The user's exception is re-raised with a bare ``raise``: same object, same trace
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from llm_observe.instrument.context import ACTIVE, otel_suppressed, run_active, 
 from llm_observe.instrument.extract._common import Accumulator, Outcome, Request
 from llm_observe.instrument.record import LlmCall
 from llm_observe.instrument.streams import AsyncStream, SyncStream
+from llm_observe.providers import Detection
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -38,10 +40,11 @@ class CallSpec:
     operation: str = "chat"
     # Anthropic's messages.stream() always streams whatever its kwargs say.
     always_streams: bool = False
+    # The response wire format (providers.Detection.wire), to read a raw response's body.
+    wire: str = "openai"
 
     def with_provider(self, provider: str) -> CallSpec:
-        return CallSpec(lambda _instance: provider, self.request, self.response,
-                        self.accumulator, self.operation, self.always_streams)
+        return dataclasses.replace(self, provider=lambda _instance: provider)
 
 
 @dont_throw
@@ -55,6 +58,12 @@ def begin(spec: CallSpec, instance: Any, args: tuple[Any, ...],
     call = LlmCall(req.provider or spec.provider(instance), req.model, spec.operation, req.prompt)
     call.origin = spec
     return call, req.streaming or spec.always_streams
+
+
+def _unread(response: Any) -> bool:
+    """An httpx/httpx2 response whose body has not been read (nor started) yet."""
+    return (hasattr(response, "stream") and not hasattr(response, "_content")
+            and not getattr(response, "is_stream_consumed", True))
 
 
 def passthrough(spec: CallSpec, kwargs: dict[str, Any]) -> bool:
@@ -73,6 +82,21 @@ def passthrough(spec: CallSpec, kwargs: dict[str, Any]) -> bool:
 def end(spec: CallSpec, call: LlmCall, result: Any, streaming: bool, is_async: bool) -> Any:
     """Finish ``call`` from ``result``, or wrap a stream result; returns what the user gets."""
     try:
+        raw = getattr(result, "http_response", None)
+        if raw is not None and _unread(raw):
+            # with_streaming_response / a raw streamed response: the body is still on the
+            # wire; read the usage from it as the user reads it, as the HTTP catch-all does.
+            from llm_observe.instrument.targets.httpx import wrap_body
+
+            wrap_body(call, Detection(call.provider or "unknown", call.model, spec.operation,
+                                      streaming, spec.wire), raw, is_async)
+            return result
+        if raw is not None and callable(getattr(result, "parse", None)):
+            result_for_usage = result.parse()  # with_raw_response: parse() caches the result
+            out = Outcome()
+            spec.response(result_for_usage, out)
+            call.finish(out)
+            return result
         if streaming:
             if is_async and hasattr(result, "__aiter__"):
                 return AsyncStream(result, call, spec.accumulator())

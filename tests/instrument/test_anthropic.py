@@ -159,3 +159,18 @@ async def test_async_messages_stream_is_timed_from_async_with(instrumented: Span
     attrs = instrumented.one()
     assert isinstance(attrs[semconv.LATENCY_MS_TOTAL], int)
     assert attrs[semconv.LATENCY_MS_TOTAL] < 400
+
+
+def test_raw_responses_read_the_providers_usage(instrumented: Spans,
+                                                fake: FakeProvider) -> None:
+    messages = client(fake).messages
+    raw = messages.with_raw_response.create(**ARGS)  # type: ignore[arg-type]
+    assert raw.parse().content[0].text == "You said: hello there"  # type: ignore[union-attr]
+    raw_stream = messages.with_raw_response.create(**ARGS, stream=True)  # type: ignore[arg-type]
+    assert sum(1 for _ in raw_stream.parse()) > 0
+    with messages.with_streaming_response.create(**ARGS) as response:  # type: ignore[arg-type]
+        assert response.parse().content[0].text == "You said: hello there"  # type: ignore[union-attr]
+    spans = instrumented.llm()
+    assert len(spans) == 3
+    for span in spans:
+        check_mapping(dict(span.attributes or {}))

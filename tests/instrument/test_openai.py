@@ -145,6 +145,31 @@ def test_with_raw_response(instrumented: Spans, fake: FakeProvider) -> None:
     assert instrumented.one()[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 11
 
 
+def test_raw_and_streaming_response_streams_read_their_usage_from_the_wire(
+        instrumented: Spans, fake: FakeProvider) -> None:
+    # The body is still on the wire when the call returns: the span is finished as the
+    # user reads it, with the provider's usage, not with 0 completion tokens.
+    completions = sync_client(fake).chat.completions
+    stream_args = {"model": "gpt-4o", "messages": MESSAGES, "stream": True,
+                   "stream_options": {"include_usage": True}}
+    raw = completions.with_raw_response.create(**stream_args)  # type: ignore[call-overload]
+    text = "".join(c.choices[0].delta.content or "" for c in raw.parse() if c.choices)
+    assert text == "You said: ping pong"
+    with completions.with_streaming_response.create(**stream_args) as response:  # type: ignore[call-overload]
+        lines = [line for line in response.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]"
+    with completions.with_streaming_response.create(model="gpt-4o",
+                                                    messages=MESSAGES) as response:
+        assert response.parse().choices[0].message.content == "You said: ping pong"
+    spans = instrumented.llm()
+    assert len(spans) == 3
+    for span in spans:
+        attrs = dict(span.attributes or {})
+        assert attrs[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 11
+        assert attrs[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] == 4
+        assert attrs[semconv.COMPLETION_TEXT] == "You said: ping pong"
+
+
 def test_sdk_retries_are_one_span_with_retry_count(instrumented: Spans,
                                                    fake: FakeProvider) -> None:
     fake.fail_next(500, times=2)

@@ -122,7 +122,7 @@ def test_our_failure_never_breaks_the_call(instrumented: Spans, fake: FakeProvid
     def broken(*_: Any) -> None:
         raise ZeroDivisionError("bug in llm-observe")
 
-    monkeypatch.setattr(openai_extract, "response", broken)
+    monkeypatch.setattr(openai_extract, "_response_object", broken)  # reading the answer
     client = openai.OpenAI(base_url=fake.openai_base_url, api_key="k")
     answer = client.chat.completions.create(model="gpt-4o",
                                             messages=[{"role": "user", "content": "x"}])

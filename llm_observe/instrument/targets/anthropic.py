@@ -13,6 +13,7 @@ anthropic >= 2 also emits its own OpenTelemetry span per API call. While we reco
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -28,9 +29,9 @@ SPEC = CallSpec(
     request=lambda _resource, args, kwargs: extract.request(args, kwargs),
     response=extract.response,
     accumulator=extract.EventAccumulator,
+    wire="anthropic",
 )
-STREAM_SPEC = CallSpec(SPEC.provider, SPEC.request, SPEC.response, SPEC.accumulator,
-                       always_streams=True)
+STREAM_SPEC = dataclasses.replace(SPEC, always_streams=True)
 _SYNC_CREATE = sync_wrapper(SPEC)
 _ASYNC_CREATE = async_wrapper(SPEC)
 _SYNC_STREAM = sync_wrapper(STREAM_SPEC)

@@ -34,12 +34,18 @@ def after(call: LlmCall, detection: Detection, response: Any, kwargs: dict[str, 
           is_async: bool) -> Any:
     if http.finish_unless_streamed(call, detection, response, kwargs):
         return response
+    wrap_body(call, detection, response, is_async)
+    return response
+
+
+def wrap_body(call: LlmCall, detection: Detection, response: Any, is_async: bool) -> None:
+    """Record ``call`` from ``response``'s body (an unread httpx/httpx2 response) as it is
+    read: SSE/NDJSON events or one JSON document, through its Content-Encoding."""
     headers = response.headers
     accumulator = http.stream_accumulator(
         detection, headers.get("content-type", ""), headers.get("content-encoding", ""))
     shell = AsyncStream if is_async else SyncStream
     response.stream = shell(response.stream, call, accumulator)
-    return response
 
 
 def table(module: str) -> list[Wrap]:

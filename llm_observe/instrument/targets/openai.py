@@ -6,25 +6,15 @@ they are covered too. The provider follows the client's base URL (Azure, Groq, .
 
 from __future__ import annotations
 
-from typing import Any
-
 from llm_observe.instrument.calls import CallSpec, async_wrapper, sync_wrapper
 from llm_observe.instrument.extract import openai as extract
-from llm_observe.instrument.extract._common import Outcome
 from llm_observe.instrument.patching import TablePatcher, Wrap
 from llm_observe.instrument.targets._base_url import provider_of
-
-
-def _response(result: Any, out: Outcome) -> None:
-    if type(result).__name__ == "LegacyAPIResponse":
-        result = result.parse()  # with_raw_response: parse() caches, the user sees no change
-    extract.response(result, out)
-
 
 SPEC = CallSpec(
     provider=lambda resource: provider_of(resource, "openai"),
     request=lambda _resource, args, kwargs: extract.request(args, kwargs),
-    response=_response,
+    response=extract.response,
     accumulator=extract.ChunkAccumulator,
 )
 
