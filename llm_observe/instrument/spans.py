@@ -16,7 +16,6 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from llm_observe import semconv
 from llm_observe.instrument._guard import report
 from llm_observe.instrument.context import SCOPE, Scope, capture_content
 from llm_observe.instrument.extract import anthropic, openai
@@ -50,12 +49,8 @@ class SpanHandle:
     def _start(self) -> LlmCall:
         if self._call is None:
             model, provider, name, prompt = self._args
-            service, endpoint, _session = self._scope
-            attrs: dict[str, Any] = {}
-            if service is not None:
-                attrs[semconv.SERVICE] = service
-            if endpoint is not None:
-                attrs[semconv.ENDPOINT] = endpoint
+            service, endpoint, _session = self._scope  # the session arrives as metadata
+            attrs: dict[str, Any] = Scope(service=service, endpoint=endpoint).attributes()
             self._call = LlmCall(provider, model, prompt=prompt, eager=True, attributes=attrs,
                                  name=name)
             for key, value in self._metadata.items():
