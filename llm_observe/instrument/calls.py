@@ -97,19 +97,15 @@ def end(spec: CallSpec, call: LlmCall, result: Any, streaming: bool, is_async: b
             wrap_body(call, Detection(call.provider or "unknown", call.model, spec.operation,
                                       streaming, spec.wire), raw, is_async)
             return result
-        if raw is not None and callable(getattr(result, "parse", None)):
-            result_for_usage = result.parse()  # with_raw_response: parse() caches the result
-            out = Outcome()
-            spec.response(result_for_usage, out)
-            call.finish(out)
-            return result
-        if streaming:
+        # with_raw_response with the body read: parse() caches, the user sees no change.
+        answer = result.parse() if raw is not None else result
+        if streaming and raw is None:
             if is_async and hasattr(result, "__aiter__"):
                 return AsyncStream(result, call, spec.accumulator())
             if not is_async and hasattr(result, "__iter__"):
                 return SyncStream(result, call, spec.accumulator())
         out = Outcome()
-        spec.response(result, out)
+        spec.response(answer, out)
         call.finish(out)
     except Exception:
         report("calls.end")

@@ -87,9 +87,17 @@ Candidates = tuple[tuple[int, Family], ...]
 
 def candidates(attrs: Any, which: Which) -> Candidates:
     """Families that may hold the text given the attribute keys (event families always may)."""
-    return tuple((i, f) for i, f in enumerate(FAMILIES[which])
-                 if f.kind == "event" or f.keys()[0] in attrs
-                 or (f.kind == "indexed" and f.role_keys()[0] in attrs))
+    return tuple((i, f) for i, f in enumerate(FAMILIES[which]) if _may_hold(f, attrs))
+
+
+def _may_hold(family: Family, attrs: Any) -> bool:
+    # Runs per span for spans past the plan cache's key limit: no key lists are built here.
+    if family.kind == "event":
+        return True
+    if family.kind == "indexed":
+        content, role = _INDEXED[(family.key, family.suffix)][0]
+        return content in attrs or role in attrs
+    return family.key in attrs
 
 
 def read(span: Any, attrs: Any, events: Any, found_in: Candidates) -> str | None:
