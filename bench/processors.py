@@ -17,9 +17,9 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from bench._common import COMPLETIONS, PROMPTS, emit, median_time, pin_one_core, quick, rng
-from llm_observe.collector.prometheus import LlmMetrics
+from llm_observe.collector.exporters.prometheus import LlmMetrics
+from llm_observe.pipeline import ProcessorChain
 from llm_observe.pricing import load_price_table
-from llm_observe.processors.base import ProcessorChain
 from llm_observe.processors.cost import CostProcessor
 from llm_observe.processors.sampling import SamplingProcessor
 from llm_observe.processors.scan import ScanProcessor

@@ -211,7 +211,7 @@ def run_full(sink_port: int, flavour: str, ready: Any, stop: Any, report: Any,
     from prometheus_client.parser import text_string_to_metric_families
 
     from llm_observe.collector.assembly import build_collector
-    from llm_observe.collector.otlp import forwarder_from_settings
+    from llm_observe.collector.exporters.otlp_forwarder import forwarder_from_settings
     from llm_observe.collector.settings import Settings
     from llm_observe.receiver import start_receiver
 
@@ -244,7 +244,7 @@ def run_sink(ready: Any, commands: Any, answers: Any) -> None:
     """Loopback OTLP sink: counts spans (unique ids too); 'down'/'up' stop/restart it."""
     import grpc
 
-    from llm_observe.receiver.wire import Request
+    from llm_observe.otlp.wire import Request
 
     seen: set[bytes] = set()
     count = 0

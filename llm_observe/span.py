@@ -20,6 +20,7 @@ from typing import Any
 
 from llm_observe import semconv
 from llm_observe.errors import FieldError, SpanValidationError
+from llm_observe.providers.registry import canonical
 
 # Bounds that reject absurd values while admitting every real call: 100M tokens
 # is ~50x the largest context window on sale today; a day is longer than any
@@ -46,6 +47,23 @@ def new_id() -> str:
     REST record doors paid twice per span.
     """
     return f"{(random.getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET:032x}"
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionSpan:
+    """The intermediate span emitted after a ``tool_calls`` LLM span (spec 4.14).
+
+    Ids are hex strings like LlmSpan's; ``span_id`` is derived from the parent's
+    id, so a retried request yields the same transition span, not a second one.
+    """
+
+    trace_id: str
+    parent_span_id: str
+    span_id: str
+    name: str
+    start_time_ns: int
+    end_time_ns: int
+    attributes: dict[str, str | int | bool] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -91,9 +109,12 @@ class LlmSpan:
     findings: list[Any] = field(default_factory=list)
     # processing marks: names of processors that failed on this span
     errors: list[str] = field(default_factory=list)
-    # where it came from ("api", "otlp", ...) and, for OTLP, the original span
+    # the tool-call transition span this span hands over to (processors.toolchain)
+    transition: TransitionSpan | None = None
+    # where it came from ("api", "otlp", ...) and, for a span received in a request, its
+    # (resource, scope, span) index there: exporters find the original through the batch
     source: str = "api"
-    original: Any = None
+    position: tuple[int, int, int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -110,7 +131,7 @@ class LlmSpan:
         provider = v.string("provider", required=True)
         span = cls(
             model=model or "",
-            provider=(provider or "").lower(),
+            provider=canonical(provider or ""),
             service_name=v.string("service_name") or "default",
             prompt_tokens=v.integer("prompt_tokens", MAX_TOKENS) or 0,
             completion_tokens=v.integer("completion_tokens", MAX_TOKENS) or 0,

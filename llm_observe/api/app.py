@@ -1,8 +1,9 @@
 """The aiohttp application: one routes table, one error middleware, resources in cleanup_ctx.
 
 ``create_app(collector)`` serves the /v1 REST API over the collector's pipeline. The app
-owns, through its cleanup context, the scrape endpoint, the event publisher, the bridge
-that turns test-call spans into pipeline spans and, at shutdown, the pipeline drain.
+owns, through its cleanup context, the scrape endpoint, the event publisher and the bridge
+that turns test-call spans into pipeline spans. The pipeline is not the API's: whoever
+runs the doors (``llm-observe serve``) starts it before and shuts it down after them.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ async def _start_draining(app: web.Application) -> None:
 
 
 async def _resources(app: web.Application) -> AsyncIterator[None]:
-    """Open the app's resources at start; at shutdown close them and drain the pipeline."""
+    """Open the app's resources at start; close them at shutdown."""
     collector = app[AppKeys.collector]
     events = app[AppKeys.events]
     await events.start()
@@ -93,4 +94,3 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     detach_bridge()
     await app[AppKeys.scrape].stop()
     await events.stop()
-    await collector.pipeline.shutdown(collector.settings.shutdown_timeout_s)

@@ -4,8 +4,8 @@ The test-call and test-stream-call endpoints make a real LLM call through the pa
 client inside the collector process. The library would export that span over OTLP to
 ``localhost:4317``; here it goes straight into the pipeline instead: an OpenTelemetry
 SDK ``TracerProvider`` whose only processor is :class:`PipelineBridge` is handed to the
-library with ``use_tracer_provider``. The bridge maps the library's own attribute keys
-(``semconv``: GenAI keys plus ``llm_observe.*``) to an :class:`LlmSpan`, submits it on the
+library with ``use_tracer_provider``. The bridge encodes the span as OTLP and maps it
+with the receiver's dialects (:mod:`llm_observe.otlp`), submits the batch on the
 collector's loop and wakes whoever waits for that trace id (the test-call handler).
 """
 
@@ -14,17 +14,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from llm_observe import semconv
 from llm_observe.collector.assembly import Collector
-from llm_observe.providers import canonical_provider
+from llm_observe.otlp.walk import decode_request, walk
+from llm_observe.pipeline import Batch
 from llm_observe.span import LlmSpan
 
 log = logging.getLogger(__name__)
@@ -34,57 +35,14 @@ TEST_SERVICE = "llm-observe-test-call"
 T = TypeVar("T")
 
 
-def _first(value: Any) -> Any:
-    if isinstance(value, tuple | list):
-        return value[0] if value else None
-    return value
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
-
-
-def _opt_int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def to_llm_span(attrs: Mapping[str, Any], trace_id: int, span_id: int,
-                parent_span_id: int | None, service: str | None) -> LlmSpan | None:
-    """The LlmSpan of one library span; None when it is not an LLM call (no model/provider)."""
-    model = attrs.get(semconv.GEN_AI_REQUEST_MODEL) or attrs.get(semconv.GEN_AI_RESPONSE_MODEL)
-    provider = canonical_provider(str(attrs.get(semconv.GEN_AI_PROVIDER_NAME)
-                                      or attrs.get(semconv.GEN_AI_SYSTEM) or ""))
-    if not model or not provider:
-        return None
-    prompt = attrs.get(semconv.GEN_AI_USAGE_INPUT_TOKENS,
-                       attrs.get(semconv.GEN_AI_USAGE_PROMPT_TOKENS))
-    completion = attrs.get(semconv.GEN_AI_USAGE_OUTPUT_TOKENS,
-                           attrs.get(semconv.GEN_AI_USAGE_COMPLETION_TOKENS))
-    finish = _first(attrs.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS))
-    attempted = attrs.get(semconv.ATTEMPTED_MODELS)
-    span = LlmSpan(
-        model=str(model), provider=provider,
-        service_name=str(attrs.get(semconv.SERVICE) or service or "default"),
-        prompt_tokens=_int(prompt), completion_tokens=_int(completion),
-        latency_ms_total=_opt_int(attrs.get(semconv.LATENCY_MS_TOTAL)),
-        latency_ms_ttft=_opt_int(attrs.get(semconv.LATENCY_MS_TTFT)),
-        finish_reason=semconv.normalize_finish_reason(str(finish) if finish else None),
-        status=str(attrs.get(semconv.STATUS) or semconv.STATUS_SUCCESS),
-        retry_count=_int(attrs.get(semconv.RETRY_COUNT)),
-        attempted_models=[str(m) for m in attempted] if attempted else [],
-        span_id=format(span_id, "016x"), trace_id=format(trace_id, "032x"),
-        parent_span_id=format(parent_span_id, "016x") if parent_span_id else None,
-        endpoint=attrs.get(semconv.ENDPOINT), session_id=attrs.get(semconv.SESSION_ID),
-        actual_model=attrs.get(semconv.GEN_AI_RESPONSE_MODEL),
-        error_type=attrs.get(semconv.ERROR_TYPE),
-        cache_read_tokens=_int(attrs.get(semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
-        cache_write_tokens=_int(attrs.get(semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS)),
-        prompt_text=attrs.get(semconv.PROMPT_TEXT),
-        completion_text=attrs.get(semconv.COMPLETION_TEXT),
-        token_count_method=attrs.get(semconv.TOKEN_COUNT_METHOD),
-        source="in-process",
-    )
-    return span
+def to_batch(span: ReadableSpan) -> Batch:
+    """The pipeline batch of one library span: encoded as the OTLP exporter would send it
+    and mapped by the receiver's own dialects, so a test call's span is read exactly as
+    the same span arriving on :4317 (one mapping of attributes to LlmSpan fields)."""
+    walked = walk(decode_request(encode_spans([span]).SerializeToString()))
+    for rejection in walked.rejected:
+        log.warning("in-process span not recorded: %s", rejection)
+    return Batch(walked.llm, walked)
 
 
 class PipelineBridge(SpanProcessor):
@@ -130,32 +88,31 @@ class PipelineBridge(SpanProcessor):
         if loop is None or ctx is None:
             return
         try:
-            service = span.resource.attributes.get(semconv.SERVICE_NAME) if span.resource \
-                else None
-            llm = to_llm_span(span.attributes or {}, ctx.trace_id, ctx.span_id,
-                              span.parent.span_id if span.parent else None,
-                              str(service) if service else None)
-            if llm is not None:
-                loop.call_soon_threadsafe(self._submit, llm)
+            batch = to_batch(span)
+            if batch:
+                loop.call_soon_threadsafe(self._submit, batch)
         except Exception:  # an OTel processor must never raise into the caller
             log.exception("could not hand an in-process span to the pipeline")
 
-    def _submit(self, span: LlmSpan) -> None:
+    def _submit(self, batch: Batch) -> None:
         if self._collector is None:
             return
-        task = asyncio.ensure_future(self._record(self._collector, span))
+        task = asyncio.ensure_future(self._record(self._collector, batch))
         self._tasks.add(task)  # keep a reference until done (asyncio holds only weak ones)
         task.add_done_callback(self._tasks.discard)
 
-    async def _record(self, collector: Collector, span: LlmSpan) -> None:
+    async def _record(self, collector: Collector, batch: Batch) -> None:
         try:
-            await collector.pipeline.submit([span])
+            await collector.pipeline.submit(batch)
         except Exception as exc:
-            log.warning("in-process span %s not recorded: %s", span.span_id, exc)
-            span.extra["not_recorded"] = str(exc)
-        for future in self._waiters.pop(span.trace_id, []):
-            if not future.done():
-                future.set_result(span)
+            log.warning("in-process span(s) %s not recorded: %s",
+                        ", ".join(s.span_id for s in batch), exc)
+            for span in batch:
+                span.extra["not_recorded"] = str(exc)
+        for span in batch:
+            for future in self._waiters.pop(span.trace_id, []):
+                if not future.done():
+                    future.set_result(span)
 
     def shutdown(self) -> None:
         self.detach()

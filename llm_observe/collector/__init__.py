@@ -1,1 +1,1 @@
-"""The collector: pipeline assembly, exporters, settings and the serve command."""
+"""The collector side: settings, assembly of pipeline and exporters (:mod:`.exporters`)."""

@@ -12,11 +12,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from llm_observe.collector.exporter import Exporter
-from llm_observe.collector.pipeline import Pipeline
-from llm_observe.collector.prometheus import LabelLimits, LlmMetrics, PrometheusExporter
+from llm_observe.collector.exporters.prometheus import LabelLimits, LlmMetrics, PrometheusExporter
 from llm_observe.collector.settings import Settings
-from llm_observe.processors.base import Processor
+from llm_observe.pipeline import Exporter, Pipeline, Processor
+from llm_observe.pipeline.selfmetrics import PipelineStats
 from llm_observe.processors.sampling import SamplingProcessor
 from llm_observe.processors.toolchain import ToolchainProcessor, ToolChainTracker
 
@@ -68,6 +67,7 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     processors.append(ToolchainProcessor(tracker))
     extra = list(exporters or [])
     pipeline = Pipeline(processors, [PrometheusExporter(metrics), *extra])
+    registry.register(PipelineStats(pipeline))
     return Collector(settings=settings, registry=registry, metrics=metrics, pipeline=pipeline,
                      price_table=price_table, cost=cost, scanner=scanner, tracker=tracker,
                      embedder=embedder, extra_exporters=extra)

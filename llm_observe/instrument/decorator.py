@@ -28,7 +28,7 @@ class ObservedCall(SpanHandle):
 
     def _end(self, exc: BaseException | None) -> None:
         try:
-            from llm_observe.processors.sampling import should_sample
+            from llm_observe.sampling import should_sample
 
             self.set_metadata("is_sampled", should_sample(self.span_id))
         except Exception:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from llm_observe.price_table import PriceTable
+from llm_observe.pricing.table import PriceTable
 from llm_observe.span import LlmSpan
 
 log = logging.getLogger(__name__)

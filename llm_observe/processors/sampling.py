@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-
+from llm_observe.sampling import SAMPLING_MODULUS, should_sample
 from llm_observe.span import LlmSpan
 
-SAMPLING_MODULUS = 100
-
-
-def should_sample(span_id: str) -> bool:
-    """True for 1% of span ids: int(sha256(span_id)) % 100 == 0. Same id, same answer."""
-    digest = hashlib.sha256(span_id.encode("utf-8")).digest()
-    # The integer value of the whole digest mod 100 equals the spec's
-    # int(hexdigest, 16) % 100; from_bytes skips the hex round trip.
-    return int.from_bytes(digest, "big") % SAMPLING_MODULUS == 0
-
+__all__ = ["SAMPLING_MODULUS", "SamplingProcessor", "should_sample"]
 
 class SamplingProcessor:
     """Sets ``is_sampled``; spans already marked sampled by their sender stay sampled."""

@@ -7,7 +7,7 @@ evicted past ``max_traces`` and idle traces expire after ``ttl_s``. The REST
 endpoints ``/v1/tool-call/track`` and ``/clear`` share the same tracker, so both
 doors see one state.
 
-Each ``tool_calls`` span also gets a *transition span* (``span.extra[TRANSITION]``):
+Each ``tool_calls`` span also gets a *transition span* (``span.transition``):
 a child of the LLM span that marks the hand-over from the model to the tools, so
 Grafana's trace view shows where each turn of the chain ends and what the chain
 had cost so far. The forwarder sends it to Tempo; it is no LLM call, so it never
@@ -20,30 +20,12 @@ import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from llm_observe import semconv
-from llm_observe.span import LlmSpan
+from llm_observe.span import LlmSpan, TransitionSpan
 
 TOOL_CALLS = "tool_calls"
-TRANSITION = "tool_call_transition"  # key in LlmSpan.extra
-
-
-@dataclass(frozen=True, slots=True)
-class TransitionSpan:
-    """The intermediate span emitted after a ``tool_calls`` LLM span (spec 4.14).
-
-    Ids are hex strings like LlmSpan's; ``span_id`` is derived from the parent's
-    id, so a retried request yields the same transition span, not a second one.
-    """
-
-    trace_id: str
-    parent_span_id: str
-    span_id: str
-    name: str
-    start_time_ns: int
-    end_time_ns: int
-    attributes: dict[str, str | int | bool] = field(default_factory=dict)
 
 
 def transition_for(span: LlmSpan, state: ChainState) -> TransitionSpan:
@@ -153,4 +135,4 @@ class ToolchainProcessor:
             if state is not None:
                 span.trace_cost_usd_micro = state.cumulative_cost_usd_micro
                 if span.finish_reason == TOOL_CALLS:
-                    span.extra[TRANSITION] = transition_for(span, state)
+                    span.transition = transition_for(span, state)

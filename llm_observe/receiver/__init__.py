@@ -7,6 +7,6 @@ OpenLIT / llm_observe attributes onto LlmSpan (docs/attribute-mapping.md).
 
 from __future__ import annotations
 
-from llm_observe.receiver.server import Receiver, start_receiver
+from llm_observe.receiver.grpc_server import Receiver, start_receiver
 
 __all__ = ["Receiver", "start_receiver"]

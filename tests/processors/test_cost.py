@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from llm_observe.pipeline import Processor, ProcessorChain
 from llm_observe.pricing import PriceTable, load_price_table
-from llm_observe.processors.base import Processor, ProcessorChain
 from llm_observe.processors.cost import CostProcessor
 from llm_observe.span import LlmSpan
 

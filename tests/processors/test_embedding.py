@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from llm_observe.embedding import Embedder, EmbeddingConfig
-from llm_observe.processors.base import Processor, ProcessorChain
+from llm_observe.pipeline import Processor, ProcessorChain
 from llm_observe.processors.embedding import EmbeddingProcessor
 from llm_observe.span import LlmSpan
 from tests.embedding.helpers import cosine, graph_cache, ready_embedder

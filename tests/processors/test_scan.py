@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_observe.processors.base import Processor, ProcessorChain
+from llm_observe.pipeline import Processor, ProcessorChain
 from llm_observe.processors.scan import ScanProcessor
 from llm_observe.scan import Scanner, load_patterns
 from llm_observe.span import LlmSpan

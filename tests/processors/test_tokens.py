@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from llm_observe import semconv
-from llm_observe.processors.base import Processor, ProcessorChain
+from llm_observe.pipeline import Processor, ProcessorChain
 from llm_observe.processors.tokens import TokensProcessor
 from llm_observe.span import LlmSpan
 from llm_observe.tokens import TokenCounter, count_text_tokens

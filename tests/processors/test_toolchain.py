@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from llm_observe.processors.toolchain import (
-    TRANSITION,
     ToolchainProcessor,
     ToolChainTracker,
-    TransitionSpan,
 )
-from llm_observe.span import LlmSpan
+from llm_observe.span import LlmSpan, TransitionSpan
 
 
 def call(trace: str, span: str, cost: int | None, finish: str = "stop",
@@ -28,9 +26,9 @@ def test_a_tool_call_chain_accumulates_cost_and_emits_a_transition_per_turn() ->
     processor.process([second, last])
 
     assert [s.trace_cost_usd_micro for s in (first, second, last)] == [100, 140, 150]
-    assert unrelated.trace_cost_usd_micro is None and TRANSITION not in unrelated.extra
-    assert TRANSITION not in last.extra
-    t1, t2 = first.extra[TRANSITION], second.extra[TRANSITION]
+    assert unrelated.trace_cost_usd_micro is None and unrelated.transition is None
+    assert last.transition is None
+    t1, t2 = first.transition, second.transition
     assert isinstance(t1, TransitionSpan) and isinstance(t2, TransitionSpan)
     assert (t1.trace_id, t1.parent_span_id, t1.name) == ("t1", "a" * 16, "tool calls (turn 1)")
     assert t2.name == "tool calls (turn 2)"
@@ -46,7 +44,7 @@ def test_the_transition_id_is_stable_for_the_same_span() -> None:
     x, y = call("t", "e" * 16, 1, "tool_calls"), call("t", "e" * 16, 1, "tool_calls")
     a.process([x])
     b.process([y])
-    assert x.extra[TRANSITION].span_id == y.extra[TRANSITION].span_id
+    assert x.transition.span_id == y.transition.span_id
 
 
 def test_state_is_bounded_by_lru_and_ttl() -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from llm_observe import launcher
+from llm_observe.cli import launcher
 from llm_observe.provisioning.params import RenderParams
 from llm_observe.provisioning.render import OUTPUTS
 

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from llm_observe.collector.prometheus import LATENCY_BUCKETS_MS, TTFT_BUCKETS_MS
+from llm_observe.collector.exporters.prometheus import LATENCY_BUCKETS_MS, TTFT_BUCKETS_MS
 from llm_observe.provisioning import links
 from llm_observe.provisioning.params import RenderParams
 from llm_observe.provisioning.render import DASHBOARD_FILES, render_all

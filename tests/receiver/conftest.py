@@ -17,9 +17,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from llm_observe.collector.assembly import Collector, build_collector
-from llm_observe.collector.otlp import Backoff, OtlpForwarder
-from llm_observe.collector.selfmetrics import forwarder_metrics
+from llm_observe.collector.exporters.otlp_forwarder import Backoff, OtlpForwarder
 from llm_observe.collector.settings import Settings
+from llm_observe.pipeline.selfmetrics import forwarder_metrics
 from llm_observe.receiver import Receiver, start_receiver
 from tests.fakes.otlp_sink import OtlpSink
 

@@ -1,0 +1,259 @@
+"""The OTLP forwarder: enriched spans on to Tempo (any OTLP/gRPC trace backend).
+
+Reliability is a chain, after the OTel collector's ``exporterhelper``:
+bounded queue (spans *and* bytes, :mod:`.queue`) -> batches -> one attempt with a
+timeout -> retry with exponential backoff and jitter on retryable codes, honouring the
+server's RetryInfo (:mod:`.sender`) -> drain within a deadline on shutdown -> optional
+on-disk spool (:mod:`.spool`). A span the pipeline handed over is delivered, or counted
+in ``llm_observe_otlp_dropped_spans_total`` with the reason; never lost silently.
+While the process runs nothing is dropped for being slow: the backend is retried until
+it answers (only a permanent refusal drops a batch), and a full queue makes the doors
+answer backpressure so senders retry. At shutdown a retry wait ends at once and what
+is left goes to the spool (or is counted as dropped).
+
+Runs on the collector's event loop; the queue bound is soft by the requests in
+flight at the moment it fills (``has_room`` is asked before processing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import grpc
+from prometheus_client import CollectorRegistry
+
+from llm_observe.collector.exporters.otlp_forwarder.queue import SendBatch, SendQueue
+from llm_observe.collector.exporters.otlp_forwarder.retry import Backoff
+from llm_observe.collector.exporters.otlp_forwarder.sender import Interrupted, Sender
+from llm_observe.collector.exporters.otlp_forwarder.spool import Spool
+from llm_observe.collector.settings import Settings
+from llm_observe.otlp.encode import Encoder, Item
+from llm_observe.otlp.walk import Walked
+from llm_observe.pipeline import Batch
+from llm_observe.pipeline.selfmetrics import ForwarderMetrics, forwarder_metrics
+from llm_observe.span import LlmSpan
+
+log = logging.getLogger(__name__)
+
+MiB = 1024 * 1024
+SPOOL_RETRY_S = 30.0  # a spool whose write failed is tried again after this
+
+
+class OtlpForwarder:
+    """Exporter that forwards spans over OTLP/gRPC; see the module docstring."""
+
+    name = "otlp"
+
+    def __init__(self, endpoint: str, metrics: ForwarderMetrics, *,
+                 max_spans: int = 100_000, max_bytes: int = 256 * MiB,
+                 batch_spans: int = 512, batch_bytes: int = 4 * MiB, timeout_s: float = 10.0,
+                 backoff: Backoff | None = None, workers: int = 2,
+                 spool_dir: str | None = None, spool_max_bytes: int = 1024 * MiB,
+                 redact_pii: bool = True, compression: grpc.Compression | None = None,
+                 headers: Sequence[tuple[str, str]] = ()) -> None:
+        self.endpoint = endpoint
+        self.metrics = metrics
+        self.max_spans, self.max_bytes = max_spans, max_bytes
+        self.n_workers = workers
+        self.encoder = Encoder(redact_pii=redact_pii, max_spans=batch_spans, max_bytes=batch_bytes)
+        self.sender = Sender(endpoint, metrics, self.encoder, backoff=backoff or Backoff(),
+                             timeout_s=timeout_s, compression=compression, headers=headers)
+        self.spool = Spool(spool_dir, spool_max_bytes) if spool_dir else None
+        self._queue = SendQueue(batch_spans, batch_bytes)
+        self._inflight: set[SendBatch] = set()
+        self._reading: set[Path] = set()  # spool files a worker is reading, not yet in flight
+        self._spool_retry_at = 0.0  # monotonic time before which the spool is not tried
+        self._wakeup = asyncio.Event()
+        self._workers: list[asyncio.Task[None]] = []
+        self._closing = self._closed = False
+        self._turn = 0
+        self._update_gauges()
+
+    # --- Exporter protocol -------------------------------------------------------
+    def has_room(self, n: int) -> bool:
+        return self._queue.room(n, self.max_spans, self.max_bytes) or self._spool_usable()
+
+    async def start(self) -> None:
+        """Open the channel and start sending, a spool left by the last run first
+        (idempotent; ``export`` starts it lazily too)."""
+        self._ensure_started()
+
+    async def export(self, batch: Sequence[LlmSpan]) -> None:
+        """Queue the batch's spans: its received request as it came in plus our
+        attributes, or spans built here (REST doors); transition spans beside."""
+        origin = batch.origin if isinstance(batch, Batch) else None
+        await self._admit(self.encoder.items(batch, origin if isinstance(origin, Walked)
+                                             else None))
+
+    async def shutdown(self, timeout: float) -> None:
+        """Deliver what is queued within ``timeout`` s; spool (or count as dropped) the rest."""
+        if self._closed:
+            return
+        self._closing = True
+        self._wakeup.set()
+        if self._workers:
+            _, pending = await asyncio.wait(self._workers, timeout=max(timeout, 0.0))
+            self.sender.stopping.set()  # retry waits end; their batches are left over
+            if pending:
+                _, pending = await asyncio.wait(pending, timeout=0.5)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        self._closed = True
+        leftover = [b for b in self._inflight if b.path is None]
+        self._inflight.clear()
+        leftover.extend(self._queue.drain())
+        if leftover:
+            await self._save_or_drop(leftover)
+        self._update_gauges()
+        await self.sender.close()
+
+    # --- introspection (tests, status) ---------------------------------------------
+    @property
+    def queued_spans(self) -> int:
+        return self._queue.spans
+
+    @property
+    def spooled_spans(self) -> int:
+        return self.spool.spans if self.spool is not None else 0
+
+    # --- admission -----------------------------------------------------------------
+    def _spool_usable(self) -> bool:
+        # After a failed write (disk full, read-only) the spool is left out for a while, so
+        # backpressure holds instead of piling the overflow up in memory.
+        return (self.spool is not None and self.spool.has_room()
+                and time.monotonic() >= self._spool_retry_at)
+
+    async def _admit(self, items: list[Item]) -> None:
+        if not items:
+            return
+        n = sum(item.spans for item in items)
+        if self._closed:
+            await self._save_or_drop(self._queue.cut(items))
+            return
+        self._ensure_started()
+        if (not self._queue.room(n, self.max_spans, self.max_bytes) and self._spool_usable()
+                and await self._spool_batches(self._queue.cut(items))):
+            self._wakeup.set()
+            return
+        self._queue.put(items)
+        self._update_gauges()
+        self._wakeup.set()
+
+    async def _spool_batches(self, batches: list[SendBatch]) -> bool:
+        assert self.spool is not None
+        loop = asyncio.get_running_loop()
+        try:
+            for batch in batches:
+                await loop.run_in_executor(None, self.spool.write, batch.spans, batch.data)
+        except OSError:
+            log.exception("cannot write to the spool %s; not using it for %g s",
+                          self.spool.directory, SPOOL_RETRY_S)
+            self._spool_retry_at = time.monotonic() + SPOOL_RETRY_S
+            return False
+        finally:
+            self._update_gauges()
+        return True
+
+    async def _save_or_drop(self, batches: list[SendBatch]) -> None:
+        spans = sum(b.spans for b in batches)
+        if self.spool is not None and await self._spool_batches(batches):
+            log.info("spooled %d undelivered spans to %s", spans, self.spool.directory)
+            return
+        self.metrics.dropped.labels("shutdown").inc(spans)
+        log.error("dropped %d spans not delivered to %s before shutdown (%s)", spans,
+                  self.endpoint, "no spool_dir set" if self.spool is None else "spool unwritable")
+
+    # --- workers ---------------------------------------------------------------------
+    def _ensure_started(self) -> None:
+        if self.sender.is_open or self._closing:
+            return
+        self.sender.open()
+        self._workers = [asyncio.create_task(self._worker(), name=f"otlp-forwarder-{i}")
+                         for i in range(self.n_workers)]
+
+    async def _worker(self) -> None:
+        while True:
+            batch = await self._next_batch()
+            if batch is None:
+                if self._closing:
+                    return
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            self._inflight.add(batch)
+            try:
+                delivered, reason = await self.sender.send(batch.data, batch.spans)
+            except Interrupted:
+                return  # left in flight: shutdown spools it
+            self._finish(batch, delivered, reason)
+
+    async def _next_batch(self) -> SendBatch | None:
+        # Spool and memory take turns, so a long spool does not starve new spans.
+        self._turn += 1
+        spool_first = self.spool is not None and len(self.spool) > 0 and self._turn % 2 == 0
+        if spool_first and not self._closing:
+            batch = await self._take_spooled()
+            if batch is not None:
+                return batch
+        batch = self._queue.take()
+        if batch is None and self.spool is not None and not self._closing:
+            batch = await self._take_spooled()
+        return batch
+
+    async def _take_spooled(self) -> SendBatch | None:
+        assert self.spool is not None
+        busy = {b.path for b in self._inflight if b.path is not None} | self._reading
+        found = self.spool.oldest(busy)
+        if found is None:
+            return None
+        path, spans = found
+        # Claimed before the read is awaited: another worker asking meanwhile must not
+        # take (and send) the same file a second time.
+        self._reading.add(path)
+        try:
+            data = await asyncio.get_running_loop().run_in_executor(None, self.spool.read, path)
+        except OSError:
+            log.exception("unreadable spool file %s; dropping it", path)
+            self.spool.remove(path)
+            self.metrics.dropped.labels("spool_error").inc(spans)
+            self._update_gauges()
+            return None
+        finally:
+            self._reading.discard(path)  # the caller puts the batch in flight, no await between
+        return SendBatch(data, spans, path)
+
+    def _finish(self, batch: SendBatch, delivered: int, reason: str) -> None:
+        self._inflight.discard(batch)
+        if batch.path is not None:
+            assert self.spool is not None
+            self.spool.remove(batch.path)
+        else:
+            self._queue.release(batch)
+        if delivered:
+            self.metrics.exported.inc(delivered)
+        if delivered < batch.spans:
+            self.metrics.dropped.labels(reason).inc(batch.spans - delivered)
+        self._update_gauges()
+
+    def _update_gauges(self) -> None:
+        m = self.metrics
+        m.queue_spans.set(self._queue.spans)
+        m.queue_bytes.set(self._queue.bytes)
+        if self.spool is not None:
+            m.spool_spans.set(self.spool.spans)
+            m.spool_bytes.set(self.spool.bytes)
+
+
+def forwarder_from_settings(settings: Settings,
+                            registry: CollectorRegistry) -> OtlpForwarder | None:
+    """The forwarder configured by ``settings`` (None when ``tempo_endpoint`` is unset)."""
+    if not settings.tempo_endpoint:
+        return None
+    return OtlpForwarder(settings.tempo_endpoint, forwarder_metrics(registry),
+                         max_spans=settings.queue_max_spans, max_bytes=settings.queue_max_bytes,
+                         spool_dir=settings.spool_dir, redact_pii=settings.redact_pii)

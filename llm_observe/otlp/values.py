@@ -1,0 +1,219 @@
+"""Attribute value readers for the dialect mapping: decode, validate, cache.
+
+Each reader takes the span's attribute map and a key, and either returns a clean
+value or raises :class:`SpanRejected` naming the key. Values that repeat across
+spans (model and provider names, finish reasons, token counts) are decoded once
+per distinct encoding: the caches are keyed by the encoded bytes and bounded
+(cleared when full), since their contents come from senders.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from typing import Any
+
+from llm_observe import semconv as sc
+from llm_observe.otlp.wire import decode_value
+from llm_observe.providers import canonical_provider
+from llm_observe.span import MAX_ATTEMPTED_MODELS, MAX_LABEL_CHARS, MAX_LATENCY_MS
+
+
+class SpanRejected(ValueError):
+    """An LLM span with a value that cannot be trusted; ``key`` names the attribute."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(f"{key} {message}")
+
+
+# Span events whose first occurrence marks the first streamed token.
+_FIRST_TOKEN_EVENTS = frozenset({sc.OI_FIRST_TOKEN_EVENT, sc.OLLM_COMPLETION_CHUNK_EVENT,
+                                 sc.OLLM_GEN_AI_COMPLETION_CHUNK_EVENT})
+_EXPLICIT_FIRST_TOKEN = frozenset({sc.OI_FIRST_TOKEN_EVENT})  # emitted once, at the token
+_unpack_double = struct.Struct("<d").unpack_from
+_providers: dict[bytes, str] = {}  # encoded value -> canonical name, bounded below
+_values: dict[bytes, Any] = {}  # small encoded values -> decoded (labels repeat a lot)
+_VALUE_CACHE_BYTES = 96
+_VALUE_CACHE_SIZE = 4096
+
+
+def small(raw: bytes) -> Any:
+    """decode_value with a bounded cache for short values (models, providers, reasons)."""
+    value = _values.get(raw)
+    if value is None:
+        value = decode_value(raw)
+        if len(raw) <= _VALUE_CACHE_BYTES and not isinstance(value, (list, dict)):
+            if len(_values) >= _VALUE_CACHE_SIZE:
+                _values.clear()
+            _values[raw] = value
+    return value
+
+
+def describe(value: Any) -> str:
+    """A short, type-naming description of a bad value for a rejection message."""
+    shown = repr(value)
+    return f"{type(value).__name__} {shown[:40]}{'...' if len(shown) > 40 else ''}"
+
+
+_labels: dict[bytes, str | None] = {}  # encoded value -> validated label
+
+
+def label(a: Any, key: str) -> str | None:
+    """A string label (stripped, at most 256 chars), None when empty or unset."""
+    raw = a[key]
+    if raw in _labels:
+        return _labels[raw]
+    checked = _check_label(key, decode_value(raw))
+    if len(raw) <= _VALUE_CACHE_BYTES:
+        if len(_labels) >= _VALUE_CACHE_SIZE:
+            _labels.clear()
+        _labels[raw] = checked
+    return checked
+
+
+def _check_label(key: str, value: Any) -> str | None:
+    if isinstance(value, str):
+        value = value.strip()
+        if len(value) > MAX_LABEL_CHARS:
+            raise SpanRejected(key, f"must be at most {MAX_LABEL_CHARS} characters")
+        return value or None
+    if value is None:
+        return None
+    raise SpanRejected(key, f"must be a string, got {describe(value)}")
+
+
+_ints: dict[bytes, int] = {}  # encoded non-negative ints -> value (counts repeat a lot)
+
+
+def integer(a: Any, key: str, maximum: int) -> int:
+    """A whole number from 0 to ``maximum`` (integral doubles accepted)."""
+    raw = a[key]
+    value = _ints.get(raw)
+    if value is not None and value <= maximum:
+        return value
+    value = decode_value(raw)
+    if type(value) is int and 0 <= value <= maximum:
+        if len(_ints) >= _VALUE_CACHE_SIZE:
+            _ints.clear()
+        _ints[raw] = value
+        return value
+    # JSON-born senders (JS SDKs) send whole numbers as doubles.
+    if type(value) is float and value.is_integer() and 0 <= value <= maximum:
+        return int(value)
+    raise SpanRejected(key, f"must be an integer from 0 to {maximum}, got {describe(value)}")
+
+
+_MAX_SECONDS = MAX_LATENCY_MS / 1000
+
+
+def seconds_ms(a: Any, key: str) -> int:
+    """A duration in seconds (int or double), as whole milliseconds."""
+    raw = a[key]
+    if len(raw) == 9 and raw[0] == 0x21:  # a double: the usual shape (NaN fails the test)
+        seconds = _unpack_double(raw, 1)[0]
+        if 0 <= seconds <= _MAX_SECONDS:
+            return int(seconds * 1000 + 0.5)
+    seconds = decode_value(raw)
+    if type(seconds) in (int, float) and math.isfinite(seconds) \
+            and 0 <= seconds * 1000 <= MAX_LATENCY_MS:
+        return int(seconds * 1000 + 0.5)
+    raise SpanRejected(key, f"must be seconds from 0 to {MAX_LATENCY_MS // 1000}, "
+                            f"got {describe(seconds)}")
+
+
+def event_ttft(events: Any, start: int, dropped_events: int = 0) -> int | None:
+    """TTFT from the first first-token / chunk event (OpenInference, OpenLLMetry).
+
+    SDKs keep the newest 128 events and drop the oldest: when the span says events were
+    dropped, the first chunk event left is not the first chunk, so only OpenInference's
+    one-off first-token event is trusted then.
+    """
+    names = _FIRST_TOKEN_EVENTS if not dropped_events else _EXPLICIT_FIRST_TOKEN
+    for event in events:
+        if event.name in names:
+            at = event.time_unix_nano
+            if at < start:
+                raise SpanRejected(f"event {event.name!r}", "is before the span's start")
+            ttft: int = (at - start + 500_000) // 1_000_000
+            return ttft
+    return None
+
+
+def finish_reason(a: Any, key: str) -> str | None:
+    """A finish reason (first of an array), normalised to the spec's values."""
+    raw = a[key]
+    value = _finish_cache.get(raw)
+    if value is not None:
+        return value
+    value = decode_value(raw)
+    if isinstance(value, list):  # gen_ai.response.finish_reasons: one per choice
+        value = value[0] if value else None
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise SpanRejected(key, f"must be a string or string array, got {describe(value)}")
+    reason = sc.normalize_finish_reason(value[:MAX_LABEL_CHARS])
+    if reason and len(raw) <= _VALUE_CACHE_BYTES:
+        if len(_finish_cache) >= _VALUE_CACHE_SIZE:
+            _finish_cache.clear()
+        _finish_cache[raw] = reason
+    return reason
+
+
+_finish_cache: dict[bytes, str] = {}
+
+
+def flag(a: Any, key: str) -> bool:
+    """A boolean; any other type is rejected."""
+    value = decode_value(a[key])
+    if type(value) is bool:
+        return value
+    raise SpanRejected(key, f"must be a boolean, got {describe(value)}")
+
+
+def models(a: Any, key: str) -> list[str]:
+    """A list of at most 64 model names."""
+    value = decode_value(a[key])
+    if isinstance(value, list) and len(value) <= MAX_ATTEMPTED_MODELS and all(
+            isinstance(m, str) and len(m) <= MAX_LABEL_CHARS for m in value):
+        return value
+    raise SpanRejected(key, f"must be at most {MAX_ATTEMPTED_MODELS} strings, "
+                            f"got {describe(value)}")
+
+
+_requested: dict[bytes, str | None] = {}
+
+
+def requested_model(raw: bytes) -> str | None:
+    """``model`` from OpenInference's JSON invocation parameters (cached: they repeat)."""
+    if raw in _requested:
+        return _requested[raw]
+    model = None
+    value = decode_value(raw)
+    if isinstance(value, str):
+        try:
+            params = json.loads(value)
+        except ValueError:
+            params = None
+        if isinstance(params, dict) and isinstance(params.get("model"), str):
+            model = params["model"].strip()[:MAX_LABEL_CHARS] or None
+    if len(_requested) >= _VALUE_CACHE_SIZE:
+        _requested.clear()
+    _requested[raw] = model
+    return model
+
+
+def provider_name(a: Any, key: str) -> str | None:
+    """Our canonical provider name for the value at ``key`` (cached per encoded value)."""
+    raw = a[key]
+    name = _providers.get(raw)
+    if name is None:
+        text = label(a, key)
+        if text is None:
+            return None
+        name = canonical_provider(text) or text
+        if len(_providers) < 1024:  # a bounded cache: values come from senders
+            _providers[raw] = name
+    return name

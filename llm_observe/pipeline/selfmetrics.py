@@ -1,0 +1,138 @@
+"""Every self-metric family (``llm_observe_*``) but the label guards': the pipeline's
+processor and exporter stats, the OTLP receiver's and the forwarder's.
+
+Receiver and forwarder families are one instance per registry (cached), so starting a
+second receiver or forwarder on the same registry reuses them instead of failing on
+duplicates. Processor and exporter stats are kept as plain numbers by the pipeline
+(no lock on the hot path) and read at scrape time by :class:`PipelineStats`.
+Labels take bounded values only: stage names, span kinds, outcomes, gRPC status names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from llm_observe.pipeline.pipeline import Pipeline
+
+# Forward-request latency, seconds: loopback Tempo answers in ms; a slow or
+# far backend up to the per-attempt timeout.
+EXPORT_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class ReceiverMetrics:
+    """Requests and spans seen by the OTLP receiver."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        self.requests = Counter(
+            "llm_observe_receiver_requests", "OTLP export requests by outcome "
+            "(ok, partial = some spans rejected, invalid, refused = backpressure, error)",
+            ["outcome"], registry=r)
+        self.received = Counter(
+            "llm_observe_receiver_spans_received", "Spans in decodable OTLP requests, by kind "
+            "(llm = mapped to an LLM call, other = passed through)", ["kind"], registry=r)
+        self.accepted = Counter(
+            "llm_observe_receiver_spans_accepted", "Spans accepted (answered OK), by kind",
+            ["kind"], registry=r)
+        self.refused = Counter(
+            "llm_observe_receiver_spans_refused", "Spans not accepted, by reason (backpressure: "
+            "sender told to retry; invalid: rejected in the partial success; error)",
+            ["reason"], registry=r)
+        self.ok = self.requests.labels("ok")
+        self.received_llm, self.received_other = self.received.labels("llm"), \
+            self.received.labels("other")
+        self.accepted_llm, self.accepted_other = self.accepted.labels("llm"), \
+            self.accepted.labels("other")
+
+
+class ForwarderMetrics:
+    """Queue, spool and delivery of the OTLP forwarder."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        self.queue_spans = Gauge("llm_observe_otlp_queue_spans",
+                                 "Spans held in memory by the forwarder (queued or in flight)",
+                                 registry=r)
+        self.queue_bytes = Gauge("llm_observe_otlp_queue_bytes",
+                                 "Encoded bytes held in memory by the forwarder", registry=r)
+        self.spool_spans = Gauge("llm_observe_otlp_spool_spans",
+                                 "Spans waiting in the on-disk spool", registry=r)
+        self.spool_bytes = Gauge("llm_observe_otlp_spool_bytes",
+                                 "Bytes in the on-disk spool", registry=r)
+        self.exported = Counter("llm_observe_otlp_exported_spans",
+                                "Spans the trace backend accepted", registry=r)
+        self.requests = Counter("llm_observe_otlp_export_requests",
+                                "Forward attempts by outcome (ok, retryable, permanent)",
+                                ["outcome"], registry=r)
+        self.retries = Counter("llm_observe_otlp_export_retries",
+                               "Forward attempts that failed and will be retried, by gRPC code",
+                               ["code"], registry=r)
+        self.failures = Counter("llm_observe_otlp_export_failures",
+                                "Forward attempts that failed, by gRPC code", ["code"], registry=r)
+        self.dropped = Counter("llm_observe_otlp_dropped_spans",
+                               "Spans given up, by reason (permanent_error, rejected_by_backend, "
+                               "shutdown = undelivered at exit with no spool, spool_error)",
+                               ["reason"], registry=r)
+        self.seconds = Histogram("llm_observe_otlp_export_seconds",
+                                 "Duration of one forward attempt, seconds",
+                                 buckets=EXPORT_BUCKETS_S, registry=r)
+
+
+_receivers: WeakKeyDictionary[CollectorRegistry, ReceiverMetrics] = WeakKeyDictionary()
+_forwarders: WeakKeyDictionary[CollectorRegistry, ForwarderMetrics] = WeakKeyDictionary()
+
+
+def receiver_metrics(registry: CollectorRegistry) -> ReceiverMetrics:
+    """The receiver's families on ``registry`` (created once per registry)."""
+    metrics = _receivers.get(registry)
+    if metrics is None:
+        metrics = _receivers[registry] = ReceiverMetrics(registry)
+    return metrics
+
+
+def forwarder_metrics(registry: CollectorRegistry) -> ForwarderMetrics:
+    """The forwarder's families on ``registry`` (created once per registry)."""
+    metrics = _forwarders.get(registry)
+    if metrics is None:
+        metrics = _forwarders[registry] = ForwarderMetrics(registry)
+    return metrics
+
+
+class PipelineStats(Collector):
+    """The pipeline's processor and exporter stats as counters, read at scrape time."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+
+    def describe(self) -> list[Metric]:
+        return []  # families are built at collect time; no name clash checks needed
+
+    def collect(self) -> Iterator[Metric]:
+        spans = CounterMetricFamily("llm_observe_processor_spans",
+                                    "Spans each processor ran on", labels=["processor"])
+        errors = CounterMetricFamily("llm_observe_processor_errors",
+                                     "Spans a processor failed on (marked, passed on)",
+                                     labels=["processor"])
+        seconds = CounterMetricFamily("llm_observe_processor_seconds",
+                                      "Time spent in each processor, seconds",
+                                      labels=["processor"])
+        for name, s in self.pipeline.chain.stats.items():
+            spans.add_metric([name], s.spans)
+            errors.add_metric([name], s.errors)
+            seconds.add_metric([name], s.seconds)
+        exported = CounterMetricFamily("llm_observe_exporter_spans",
+                                       "Spans handed to each exporter", labels=["exporter"])
+        refused = CounterMetricFamily("llm_observe_exporter_refusals",
+                                      "Batches refused with backpressure because this exporter "
+                                      "had no room", labels=["exporter"])
+        for name, e in self.pipeline.exporter_stats.items():
+            exported.add_metric([name], e.spans)
+            refused.add_metric([name], e.refusals)
+        yield from (spans, errors, seconds, exported, refused)
