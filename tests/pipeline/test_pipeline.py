@@ -3,8 +3,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
-from llm_observe.pipeline import Backpressure, Pipeline
+from llm_observe.pipeline import Backpressure, Batch, Pipeline
+from llm_observe.pipeline.selfmetrics import PipelineStats
 from llm_observe.span import LlmSpan
 
 
@@ -67,3 +69,73 @@ async def test_full_exporter_refuses_before_any_work() -> None:
         await pipeline.submit([span])
     assert span.prompt_tokens == 1 and sink.got == []
     await pipeline.shutdown()
+
+
+class Lifecycle(Sink):
+    """A sink that records the calls the pipeline makes on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    async def start(self) -> None:
+        self.calls.append("start")
+
+    async def export(self, batch: Sequence[LlmSpan]) -> None:
+        self.calls.append("export")
+        await super().export(batch)
+
+    async def shutdown(self, timeout: float) -> None:
+        self.calls.append("shutdown")
+
+
+async def test_the_pipeline_starts_and_stops_its_exporters_once_each() -> None:
+    sink = Lifecycle()
+    pipeline = Pipeline([Doubler()], [sink])
+    await pipeline.start()
+    await pipeline.start()
+    await pipeline.submit([LlmSpan("a", "p")])
+    await pipeline.shutdown()
+    await pipeline.shutdown()
+    assert sink.calls == ["start", "export", "shutdown"]
+
+
+async def test_a_batch_carries_its_origin_to_the_exporters_and_counts_its_other_spans() -> None:
+    class Received:
+        n_other = 4
+
+    sink = Lifecycle()
+    pipeline = Pipeline([], [sink])
+    origin = Received()
+    got: list[object] = []
+
+    async def export(batch: Sequence[LlmSpan]) -> None:
+        got.append(batch.origin)  # type: ignore[attr-defined]
+
+    sink.export = export  # type: ignore[method-assign]
+    await pipeline.submit(Batch([LlmSpan("a", "p")], origin))
+    await pipeline.submit(Batch([], origin))  # a request of only non-LLM spans still goes on
+    assert got == [origin, origin]
+    assert pipeline.exporter_stats["sink"].spans == 5 + 4
+
+
+async def test_processor_and_exporter_stats_are_exported_as_self_metrics() -> None:
+    registry = CollectorRegistry()
+    pipeline = Pipeline([Doubler()], [Sink()])
+    registry.register(PipelineStats(pipeline))
+    await pipeline.submit([LlmSpan("a", "p"), LlmSpan("poison", "p")])
+    full = Pipeline([Doubler()], [Sink(room=False)])
+    with pytest.raises(Backpressure):
+        await full.submit([LlmSpan("a", "p")])
+    refusing = CollectorRegistry()
+    refusing.register(PipelineStats(full))
+    text = generate_latest(registry).decode() + generate_latest(refusing).decode()
+    assert 'llm_observe_processor_spans_total{processor="doubler"} 2.0' in text
+    assert 'llm_observe_processor_errors_total{processor="doubler"} 1.0' in text
+    assert 'llm_observe_exporter_spans_total{exporter="sink"} 2.0' in text
+    assert 'llm_observe_exporter_refusals_total{exporter="sink"} 1.0' in text
+    seconds = [line for line in text.splitlines()
+               if line.startswith('llm_observe_processor_seconds_total{processor="doubler"}')]
+    assert seconds and float(seconds[0].split()[-1]) > 0
+    await pipeline.shutdown()
+    await full.shutdown()

@@ -77,8 +77,9 @@ class LlmMetrics:
     """The metric families on one registry (tests get a fresh registry each)."""
 
     def __init__(self, registry: CollectorRegistry | None = None,
-                 limits: LabelLimits | None = None) -> None:
+                 limits: LabelLimits | None = None, *, batch_buckets: bool = True) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        self.batch_buckets = batch_buckets  # False: observe() per value (bench baseline)
         limits = limits or LabelLimits()
         limits.validate()
         r = self.registry
@@ -169,8 +170,8 @@ class LlmMetrics:
                                 (g.injection, t.injection)):
             if amount:
                 counter.inc(amount)
-        t.latency.flush(g.latency)
-        t.ttft.flush(g.ttft)
+        t.latency.flush(g.latency, self.batch_buckets)
+        t.ttft.flush(g.ttft, self.batch_buckets)
         for reason, n in t.finish.items():
             child = g.finish.get(reason)
             if child is None:
@@ -195,19 +196,21 @@ class _Observations:
     def add(self, value: float) -> None:
         self.values.append(value)
 
-    def flush(self, child: Any) -> None:
+    def flush(self, child: Any, batched: bool = True) -> None:
         """Add the batch to a histogram child as one update per touched bucket.
 
-        Writes the child's per-bucket values directly (prometheus_client keeps
-        non-cumulative bucket counts in ``_buckets`` aligned with ``_upper_bounds``,
-        the layout of every release since 0.4); a client without them gets plain
-        ``observe`` calls, which give the same exposition.
+        The one place that writes prometheus_client's internals: the child's per-bucket
+        values (non-cumulative counts in ``_buckets`` aligned with ``_upper_bounds``, the
+        layout of every release since 0.4). Measured reason (``bench.processors``,
+        ``metric_updates_batched_vs_public_observe``): public ``observe()`` per value
+        takes a lock and a bisect per call. A client without that layout, or
+        ``batched=False``, gets plain ``observe`` calls: the same exposition.
         """
         if not self.values:
             return
         buckets = getattr(child, "_buckets", None)
         bounds = getattr(child, "_upper_bounds", None)
-        if buckets is None or bounds is None or len(buckets) != len(bounds):
+        if not batched or buckets is None or bounds is None or len(buckets) != len(bounds):
             for value in self.values:
                 child.observe(value)
             return
