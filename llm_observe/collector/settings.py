@@ -35,8 +35,11 @@ class Settings:
     config_dir: str | None = None
     prices_file: str | None = None
     patterns_file: str | None = None
+    # authentication: a bearer token per door, off (None) by default natively
+    api_token: str | None = None  # the REST API
+    otlp_token: str | None = None  # OTLP (gRPC metadata / HTTP header ``authorization``)
+    metrics_token: str | None = None  # GET /metrics (Prometheus ``authorization`` config)
     # REST API
-    api_token: str | None = None
     max_body_bytes: int = 1 * MiB
     max_batch_spans: int = 1000
     redis_url: str | None = None
@@ -47,6 +50,8 @@ class Settings:
     queue_max_spans: int = 100_000
     queue_max_bytes: int = 256 * MiB
     spool_dir: str | None = None
+    # write-ahead: a span is on disk (spool_dir) before its request is answered OK
+    write_ahead: bool = False
     shutdown_timeout_s: float = 10.0
     redact_pii: bool = True
     # embeddings
@@ -54,14 +59,20 @@ class Settings:
     embedding_threads: int = 0
     embedding_batch_size: int = 32
     embedding_quantized: bool = False
+    embedding_queue_max: int = 256  # spans waiting for an embedding; over it they go on without
+    embedding_max_per_s: float = 50.0  # embeddings per second, sustained (token bucket)
     # test-call targets (the provider SDKs' own env vars are honoured too)
     openai_base_url: str | None = None
     anthropic_base_url: str | None = None
     openai_api_key: str | None = None
     anthropic_api_key: str | None = None
-    # metric label caps
+    # metric label caps: distinct values per label, and label sets per metric family
     max_models: int = 500
     max_services: int = 500
+    max_label_sets: int = 10_000
+    # text bounds: characters of one prompt/completion that are token-counted exactly
+    # and scanned; past them the count is extrapolated (heuristic) and the span says so
+    max_text_chars: int = 100_000
 
     def validate(self) -> Settings:
         """Return self, or raise ConfigError naming the first bad field."""
@@ -71,10 +82,19 @@ class Settings:
         for name in ("max_body_bytes", "max_batch_spans", "otlp_max_message_bytes",
                      "otlp_max_spans_per_request",
                      "queue_max_spans", "queue_max_bytes", "embedding_batch_size",
-                     "max_models", "max_services"):
+                     "max_models", "max_services", "max_label_sets", "max_text_chars",
+                     "embedding_queue_max"):
             _check(getattr(self, name) >= 1, name, "must be >= 1")
         _check(self.embedding_threads >= 0, "embedding_threads", "must be >= 0")
         _check(self.shutdown_timeout_s >= 0, "shutdown_timeout_s", "must be >= 0")
+        _check(self.embedding_max_per_s > 0, "embedding_max_per_s", "must be > 0")
+        _check(not self.write_ahead or bool(self.spool_dir), "write_ahead",
+               "needs spool_dir (the directory spans are written to before the answer)")
+        for name in ("api_token", "otlp_token", "metrics_token"):
+            token = getattr(self, name)
+            _check(token is None or (token.strip() == token and token.isprintable()
+                                     and token.isascii() and bool(token)), name,
+                   "must be printable ASCII without surrounding spaces")
         _check(bool(self.host and self.host.strip()), "host",
                "must not be empty (use 0.0.0.0 to listen on every interface)")
         if self.redis_url is not None:
