@@ -187,6 +187,7 @@ GEN_AI_RESPONSE_TIME_TO_FIRST_TOKEN: Final = "gen_ai.response.time_to_first_toke
 
 # Enrichment and transition keys added by the forwarder / toolchain processor.
 PROCESSOR_ERRORS: Final = _P + "processor_errors"
+PROCESSING_NOTES: Final = _P + "processing_notes"  # what a stage did not do in full
 TOOL_CALL_TURN: Final = _P + "tool_call_turn"
 TOOL_CALL_FROM_SPAN: Final = _P + "tool_call_from_span_id"
 SCOPE_NAME: Final = "llm-observe"

@@ -14,6 +14,7 @@ them up).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,8 +108,13 @@ class LlmSpan:
     embedding: list[float] | None = None
     trace_cost_usd_micro: int | None = None
     findings: list[Any] = field(default_factory=list)
-    # processing marks: names of processors that failed on this span
+    # processing marks: names of processors that failed on this span, and what a stage
+    # did not do in full (a text counted and scanned only up to the bound, ...)
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # characters of prompt_text / completion_text the scan stage read, for a side it cut at
+    # its bound (a side absent was read whole): the forwarder redacts the rest whole
+    scanned_chars: dict[str, int] = field(default_factory=dict)
     # the tool-call transition span this span hands over to (processors.toolchain)
     transition: TransitionSpan | None = None
     # where it came from ("api", "otlp", ...) and, for a span received in a request, its
@@ -171,6 +177,10 @@ class _Validator:
     """Collects every field error instead of stopping at the first."""
 
     __slots__ = ("data", "errors")
+    # Label-like fields become metric labels and OTLP attributes: a control character
+    # there breaks dashboards and log lines, and a lone surrogate cannot be encoded at all
+    # (/metrics would fail on every scrape). Free text (prompt, completion) is exempt.
+    UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         self.data = data
@@ -195,7 +205,15 @@ class _Validator:
         if len(value) > MAX_LABEL_CHARS:
             self.fail(name, f"must be at most {MAX_LABEL_CHARS} characters")
             return None
+        if bad := self.UNPRINTABLE.search(value):
+            self.fail(name, self._unprintable(bad.group()))
+            return None
         return value or None
+
+    @staticmethod
+    def _unprintable(char: str) -> str:
+        kind = "a lone surrogate" if "\ud800" <= char <= "\udfff" else "a control character"
+        return f"must not contain {kind} (U+{ord(char):04X})"
 
     def text(self, name: str) -> str | None:
         value = self.data.get(name)
@@ -253,4 +271,8 @@ class _Validator:
         if any(len(x) > MAX_LABEL_CHARS for x in value):
             self.fail(name, f"items must be at most {MAX_LABEL_CHARS} characters")
             return []
+        for index, item in enumerate(value):
+            if bad := self.UNPRINTABLE.search(item):
+                self.fail(f"{name}[{index}]", self._unprintable(bad.group()))
+                return []
         return list(value)

@@ -29,6 +29,7 @@ from llm_observe.api.bridge import attach_bridge
 from llm_observe.api.errors import Handler, error_middleware
 from llm_observe.api.events import EventPublisher
 from llm_observe.api.keys import ApiState, AppKeys
+from llm_observe.api.request import HANDLER_ARGS
 from llm_observe.api.scrape import ScrapeServer
 from llm_observe.collector.assembly import Collector
 
@@ -60,13 +61,16 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
 def create_app(collector: Collector) -> web.Application:
     """The REST API over ``collector`` (one app per collector: it registers self-metrics)."""
     settings = collector.settings
+    # handler_args: aiohttp must not inflate gzip/deflate bodies itself (it would inflate a
+    # bomb whole on the loop); request.read_body does it in bounded steps.
     app = web.Application(middlewares=[error_middleware, auth_middleware],
-                          client_max_size=settings.max_body_bytes)
+                          client_max_size=settings.max_body_bytes, handler_args=HANDLER_ARGS)
     app[AppKeys.collector] = collector
     app[AppKeys.settings] = settings
     app[AppKeys.max_body] = settings.max_body_bytes
     app[AppKeys.state] = ApiState()
-    app[AppKeys.scrape] = ScrapeServer(collector.registry, settings.metrics_host or settings.host)
+    app[AppKeys.scrape] = ScrapeServer(collector.registry, settings.metrics_host or settings.host,
+                                       token=settings.metrics_token)
     app[AppKeys.events] = EventPublisher(settings.redis_url, collector.registry)
     for method, path, handler in ROUTES:
         if method == "GET":  # GET routes answer HEAD too (uptime checks use it)

@@ -109,7 +109,7 @@ async def detect_handler(request: web.Request) -> web.Response:
 def _json_object(text: str) -> bool:
     try:
         return isinstance(json.loads(text), dict)
-    except ValueError:
+    except (ValueError, RecursionError):  # deeply nested JSON is no body we can read
         return False
 
 

@@ -2,34 +2,56 @@
 
 Handlers call :func:`json_object` and then pull typed fields with :class:`Fields`, which
 collects every bad field before answering, so a client fixes all of them in one go.
+
+The app is built with :data:`HANDLER_ARGS`: aiohttp hands over gzip/deflate bodies as
+sent, :func:`read_body` inflates them in small steps, yielding the loop, and stops as soon
+as the output passes the body limit (a 1 MB gzip bomb costs 1 MiB of inflation, and the
+lingering read after an early answer discards compressed bytes instead of inflating them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
-from typing import Any, TypeVar
+import math
+import re
+import time
+import zlib
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from aiohttp.web_protocol import RequestPayloadError
 
 from llm_observe.api.errors import ApiError, validation_error
 from llm_observe.api.keys import AppKeys
 from llm_observe.errors import FieldError
 
+# web.Application(handler_args=HANDLER_ARGS): the raw body reaches read_body untouched.
+HANDLER_ARGS: Final[Mapping[str, Any]] = {"auto_decompress": False}
 JSON_TYPES = frozenset({"application/json"})
 _MISSING: Any = object()
 NO_BODY: Any = object()  # an optional body that was not sent (distinct from JSON null)
 # Bodies above this run their CPU work (tokenising, scanning) in a thread, so one 1 MiB
 # request does not stall every other request on the loop for tens of milliseconds.
 OFF_LOOP_BYTES = 32_768
+_GZIP = ("gzip", "x-gzip")
+_INFLATE_STEP = 65_536  # output bytes per zlib call: ~0.1 ms of work
+_SLICE_S = 0.005  # loop time a body read may take before it yields
+# A lone surrogate can only arrive as an escape (the body is strict UTF-8). Bodies with no
+# surrogate escape left once escaped backslashes and valid pairs are cut skip the walk.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 T = TypeVar("T")
 
 
 async def off_loop(request: web.Request, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` inline for small bodies, in the default executor for large ones."""
-    if (request.content_length or 0) <= OFF_LOOP_BYTES:
+    """``fn(*args)`` inline for small bodies, in the default executor for large ones (and
+    compressed ones, whose Content-Length does not tell their size)."""
+    if (request.content_length or 0) <= OFF_LOOP_BYTES \
+            and hdrs.CONTENT_ENCODING not in request.headers:
         return fn(*args)
     return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
@@ -39,48 +61,145 @@ def _is_json(content_type: str) -> bool:
         content_type.startswith("application/") and content_type.endswith("+json"))
 
 
+def _too_large(limit: int, what: str) -> ApiError:
+    return ApiError(413, "payload_too_large", f"{what}; the limit is {limit} bytes",
+                    {"limit_bytes": limit})
+
+
+def _unreadable(why: str) -> ApiError:
+    return ApiError(400, "malformed_body", f"request body cannot be read: {why}")
+
+
+class _Inflater:
+    """gzip/deflate inflation in steps of at most _INFLATE_STEP output bytes, capped."""
+
+    __slots__ = ("gzip", "limit", "mark", "pending", "z")
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        self.gzip, self.limit, self.mark = encoding in _GZIP, limit, time.perf_counter()
+        self.z: Any = None
+        self.pending = False  # the last step filled its output: zlib may hold more
+
+    async def feed(self, data: bytes, out: bytearray) -> None:
+        """Inflate ``data`` onto ``out``; 413 past the limit, 400 on a corrupt stream."""
+        while data or self.pending:
+            if self.z is None or self.z.eof:  # gzip may hold several members; deflate not
+                if self.z is not None and not self.gzip:
+                    raise _unreadable("data after the end of the deflate stream")
+                # "deflate" is zlib-wrapped by the RFC but raw from some clients: sniff
+                self.z = zlib.decompressobj(31 if self.gzip else 15 if (data[0] & 15) == 8
+                                            else -15)
+            try:
+                piece = self.z.decompress(data, _INFLATE_STEP)
+            except zlib.error as exc:
+                raise _unreadable(f"it does not match its Content-Encoding ({exc})") from None
+            out += piece
+            if len(out) > self.limit:
+                raise _too_large(self.limit, "request body inflates past the limit")
+            self.pending = len(piece) == _INFLATE_STEP and not self.z.eof
+            data = self.z.unused_data if self.z.eof else self.z.unconsumed_tail
+            if time.perf_counter() - self.mark > _SLICE_S:
+                await asyncio.sleep(0)
+                self.mark = time.perf_counter()
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The body, inflated if gzip/deflate; 413 once raw or inflated bytes pass the limit."""
+    limit = request.app[AppKeys.max_body]
+    encoding = request.headers.get(hdrs.CONTENT_ENCODING, "identity").strip().lower()
+    if encoding not in ("identity", "deflate", *_GZIP):
+        raise ApiError(415, "unsupported_encoding", f"Content-Encoding {encoding!r} is not "
+                       "supported; send gzip, deflate or identity")
+    inflater = None if encoding == "identity" else _Inflater(encoding, limit)
+    body, raw = bytearray(), 0
+    try:
+        async for chunk in request.content.iter_any():
+            raw += len(chunk)
+            if raw > limit:
+                raise _too_large(limit, "request body is over the limit")
+            if inflater is None:
+                body += chunk
+            else:
+                await inflater.feed(chunk, body)
+    except RequestPayloadError as exc:  # a broken chunked framing and the like
+        raise _unreadable(str(getattr(exc, "message", exc))) from None
+    if inflater is not None and raw and not inflater.z.eof:
+        raise _unreadable("the compressed stream is cut short")
+    return bytes(body)
+
+
 async def json_body(request: web.Request, *, optional: bool = False) -> Any:
     """The parsed JSON body. ``optional``: an empty body (any content type) gives NO_BODY.
 
-    Raises ApiError 415 (not JSON), 413 (over the app's body limit), 400 (malformed).
+    Raises ApiError 415 (not JSON, unknown Content-Encoding), 413 (over the app's body
+    limit, raw or inflated), 400 (unreadable, malformed, or holding a lone surrogate).
     """
-    limit = request.app[AppKeys.max_body]
-    length = request.content_length
+    limit, length = request.app[AppKeys.max_body], request.content_length
     if length is not None and length > limit:
-        raise ApiError(413, "payload_too_large",
-                       f"request body is {length} bytes; the limit is {limit}",
-                       {"limit_bytes": limit})
+        raise _too_large(limit, f"request body is {length} bytes")
     if optional and not request.body_exists:
         return NO_BODY
     if not _is_json(request.content_type):
         raise ApiError(415, "unsupported_media_type",
                        f"Content-Type must be application/json, got {request.content_type!r}")
-    try:
-        raw = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise ApiError(413, "payload_too_large", f"request body is over the limit of {limit} "
-                       "bytes", {"limit_bytes": limit}) from None
-    except RequestPayloadError as exc:  # e.g. a Content-Encoding the bytes do not match
-        raise ApiError(400, "malformed_body", f"request body cannot be read: "
-                       f"{getattr(exc, 'message', exc)}") from None
+    raw = await read_body(request)
     if not raw.strip():
         if optional:
             return NO_BODY
         raise ApiError(400, "malformed_json", "request body is empty; a JSON object is required")
+    return await off_loop(request, parse_json, raw)
+
+
+def parse_json(raw: bytes) -> Any:
+    """The JSON value of a UTF-8 body; ApiError 400 if it is not valid JSON or any string
+    in it (key or value) holds a lone UTF-16 surrogate, which no encoder downstream (the
+    /metrics text, the OTLP protobuf) can write."""
     try:
-        return json.loads(raw, parse_float=_number)
-    except (ValueError, UnicodeDecodeError) as exc:
+        data = json.loads(raw.decode("utf-8-sig"), parse_float=_number,
+                          parse_constant=_number)
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, "malformed_json", f"request body is not UTF-8: {exc}") from None
+    except ValueError as exc:
         raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}") from None
     except RecursionError:
         raise ApiError(400, "malformed_json",
                        "request body is nested too deeply to be a span or a request") from None
+    if _SURROGATE_ESCAPE.search(raw) and _SURROGATE_ESCAPE.search(
+            _PAIR.sub(b"", raw.replace(b"\\\\", b""))):
+        path = _lone_surrogate(data)
+        if path is not None:
+            raise ApiError(400, "invalid_unicode", f"request body has a lone UTF-16 "
+                           f"surrogate at {path}; JSON strings must be valid Unicode",
+                           {"path": path})
+    return data
 
 
 def _number(text: str) -> int | float:
     """A JSON number with a fraction or exponent: an int when integral (JSON Schema counts
-    ``1.0`` as an integer, so a validator-generated ``"port": 9464.0`` must be accepted)."""
+    ``1.0`` as an integer, so a validator-generated ``"port": 9464.0`` must be accepted).
+    ``1e400`` (too large for a float) and Python's ``NaN``/``Infinity`` are refused."""
     value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is not a finite number")
     return int(value) if value.is_integer() else value
+
+
+def _lone_surrogate(data: Any) -> str | None:
+    """The JSON path (``$.spans[3].model``) of the first key or string with a lone surrogate."""
+    stack: list[tuple[Any, str]] = [(data, "$")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return path
+        elif isinstance(value, dict):
+            for key, item in reversed(value.items()):
+                child = f"{path}.{key}" if _NAME.fullmatch(key) else \
+                    f"{path}[{json.dumps(key)}]"
+                stack += ((item, child), (key, child))
+        elif isinstance(value, list):
+            stack += ((value[i], f"{path}[{i}]") for i in range(len(value) - 1, -1, -1))
+    return None
 
 
 async def json_object(request: web.Request, *, optional: bool = False) -> Fields:

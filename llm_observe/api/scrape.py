@@ -3,18 +3,56 @@
 Started once, by ``serve`` at start-up or by ``POST /v1/metrics/init``; starting it again
 is a no-op that reports where it already runs (spec 3: init is idempotent). A port that is
 taken is a :class:`PortInUse`, not a crash.
+
+A scrape never blocks the event loop the API and the receiver share: the exposition is
+rendered on one executor thread of its own and sent in slices; scrapes that arrive while
+a render runs share its result, so a flood of scrapers costs one render at a time. The
+exposition is bounded by the label-set budget (``collector/exporters/label_sets.py``)
+and rendered family by family (``collector/exporters/exposition.py``): a family that
+cannot render is repaired or left out, logged and counted, and only a registry where
+nothing renders answers 500. With ``metrics_token`` set, a scrape needs
+``Authorization: Bearer <token>`` (else 401).
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import hmac
+import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
+from llm_observe.collector.exporters.exposition import Exposition
 from llm_observe.errors import LlmObserveError
+
+log = logging.getLogger(__name__)
+
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="llm-observe metrics"'}
+WRITE_SLICE = 256 * 1024
+
+
+def bearer_ok(header: bytes | None, token: bytes) -> bool:
+    """True if ``header`` is ``Bearer <token>``, compared in constant time, as bytes.
+
+    The header's bytes as received: any other bytes, UTF-8 or not, are a wrong token (401),
+    never an encoding error (500). The same rule as the REST API's (``api/auth.py``).
+    """
+    if not header:
+        return False
+    scheme, _, value = header.partition(b" ")
+    if scheme.lower() != b"bearer":
+        return False
+    return hmac.compare_digest(value.strip(), token)
+
+
+def _authorization(request: web.Request) -> bytes | None:
+    """The Authorization header's raw bytes; None if absent or sent more than once."""
+    values = [v for k, v in request.raw_headers if k.lower() == b"authorization"]
+    return values[0] if len(values) == 1 else None
 
 
 class PortInUse(LlmObserveError):
@@ -27,24 +65,71 @@ class PortInUse(LlmObserveError):
 
 
 class ScrapeServer:
-    """Serves ``registry`` at ``http://host:port/metrics``. Event-loop thread only."""
+    """Serves ``registry`` at ``http://host:port/metrics``. Event-loop thread only.
 
-    def __init__(self, registry: CollectorRegistry, host: str = "127.0.0.1") -> None:
+    ``token`` (``Settings.metrics_token``): when set, a scrape without
+    ``Authorization: Bearer <token>`` is answered 401. Registers the exposition's
+    self-metric on ``registry`` (one scrape server per registry).
+    """
+
+    def __init__(self, registry: CollectorRegistry, host: str = "127.0.0.1",
+                 token: str | None = None) -> None:
         self.registry = registry
         self.host = host
         self.port: int | None = None
         self.started_at: float | None = None
+        self.exposition = Exposition(registry)
+        self._token = token.encode("ascii") if token else None
         self._runner: web.AppRunner | None = None
         self._lock = asyncio.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._inflight: asyncio.Future[bytes] | None = None
 
     @property
     def running(self) -> bool:
         return self._runner is not None
 
-    async def _metrics(self, request: web.Request) -> web.Response:
-        # generate_latest walks every family; a few ms at most for our label caps.
-        body = generate_latest(self.registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+        if self._token is not None and not bearer_ok(_authorization(request), self._token):
+            return web.Response(status=401, headers=_CHALLENGE,
+                                text="missing or wrong bearer token "
+                                     "(Authorization: Bearer <metrics token>)\n")
+        try:
+            body = await self.render()
+        except Exception:
+            log.exception("scrape: no metric family could be rendered")
+            return web.Response(status=500, text="no metric family could be rendered; "
+                                                 "see the collector log\n")
+        resp = web.StreamResponse(headers={"Content-Type": CONTENT_TYPE_LATEST})
+        resp.content_length = len(body)
+        await resp.prepare(request)
+        if request.method != "HEAD":
+            # In slices: one write of a budget-full exposition (~29 MB) copied it twice on
+            # the loop and stalled it ~140 ms; a slice is a memoryview, sent as it drains.
+            view = memoryview(body)
+            for start in range(0, len(body), WRITE_SLICE):
+                await resp.write(view[start:start + WRITE_SLICE])
+        await resp.write_eof()
+        return resp
+
+    async def render(self) -> bytes:
+        """The exposition, rendered on the scrape thread; joins a render already running."""
+        future = self._inflight
+        if future is None:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-scrape")
+            future = asyncio.get_running_loop().run_in_executor(self._pool,
+                                                                self.exposition.render)
+            self._inflight = future
+            future.add_done_callback(self._rendered)
+        # shielded: a scraper that hangs up must not cancel the render the others wait for
+        return await asyncio.shield(future)
+
+    def _rendered(self, future: asyncio.Future[bytes]) -> None:
+        if self._inflight is future:
+            self._inflight = None
+        if not future.cancelled():
+            future.exception()  # retrieved here too: every waiter may have hung up
 
     async def start(self, port: int) -> bool:
         """Listen on ``port`` (0 = any free port). True if it started now, False if it was running.
@@ -77,3 +162,7 @@ class ScrapeServer:
             if self._runner is not None:
                 await self._runner.cleanup()
                 self._runner = None
+            if self._pool is not None:
+                # a render still running finishes on its thread; nothing waits for it
+                self._pool.shutdown(wait=False)
+                self._pool = None

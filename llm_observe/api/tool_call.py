@@ -2,9 +2,11 @@
 
 They share the pipeline's :class:`ToolChainTracker`, so a chain fed by OTLP spans and by
 REST calls is one chain. ``track`` adds one LLM step to a trace's chain (opening it if
-needed); its cost is either given (``cost_usd_micro``) or priced from ``model``,
-``provider`` and the token counts with the collector's price table. A step that finishes
-with ``tool_calls`` is a transition to a tool turn (``transition: true``).
+needed); its cost is either given (``cost_usd_micro``, at most MAX_STEP_COST_USD_MICRO:
+422 above) or priced from ``model``, ``provider`` and the token counts with the
+collector's price table. The chain's cumulative cost saturates at
+MAX_TRACE_COST_USD_MICRO (``cost_saturated: true``). A step that finishes with
+``tool_calls`` is a transition to a tool turn (``transition: true``).
 """
 
 from __future__ import annotations
@@ -16,15 +18,13 @@ from aiohttp import web
 from llm_observe import semconv
 from llm_observe.api.keys import AppKeys
 from llm_observe.api.request import Fields, json_object
-from llm_observe.processors.toolchain import TOOL_CALLS
+from llm_observe.processors.toolchain import MAX_STEP_COST_USD_MICRO, TOOL_CALLS
 from llm_observe.span import MAX_LABEL_CHARS, MAX_TOKENS, LlmSpan
-
-MAX_COST_USD_MICRO = 10**15  # a billion dollars: bounds the field, not anyone's budget
 
 
 def _price(request: web.Request, fields: Fields) -> tuple[int | None, str | None]:
     """(cost, price_version) of the step: the given cost, else priced from model/tokens."""
-    cost = fields.integer("cost_usd_micro", maximum=MAX_COST_USD_MICRO)
+    cost = fields.integer("cost_usd_micro", maximum=MAX_STEP_COST_USD_MICRO)
     model = fields.string("model", max_len=MAX_LABEL_CHARS)
     provider = fields.string("provider", max_len=MAX_LABEL_CHARS, default="")
     prompt = fields.integer("prompt_tokens", maximum=MAX_TOKENS, default=0) or 0

@@ -29,6 +29,8 @@ DATA_DIR = "/var/lib/llm-observe"  # the container profile's state dir (provisio
 PASSWORD_FILE = f"{DATA_DIR}/grafana/admin-password"
 CONFIG_MOUNT = "/etc/llm-observe/config"
 ENGINE_ENV = "LLM_OBSERVE_CONTAINER_ENGINE"
+# the doors' bearer tokens, passed into the container when set here (docs/container.md)
+TOKEN_VARIABLES = ("LLM_OBSERVE_API_TOKEN", "LLM_OBSERVE_OTLP_TOKEN", "LLM_OBSERVE_METRICS_TOKEN")
 NOT_RUNNING = 3  # LSB exit status of `status` for "program is not running"
 
 
@@ -44,7 +46,9 @@ class StackOptions:
     metrics_port: int = 9464
     image: str = DEFAULT_IMAGE
     tag: str = DEFAULT_TAG
-    bind: str | None = None  # host address to publish on; None = all interfaces
+    # host address to publish on: loopback unless the user says otherwise, so a stack with
+    # no tokens is not reachable from the network by default
+    bind: str = "127.0.0.1"
     config_dir: str | None = None  # host dir with model_prices.yaml / patterns.yaml
 
     @property
@@ -56,7 +60,7 @@ class StackOptions:
         return f"{self.name}-data"
 
 
-def public_host(bind: str | None) -> str:
+def public_host(bind: str) -> str:
     """The host name users reach a stack published on ``bind`` by (localhost when it is
     every interface or loopback)."""
     if not bind or bind in ("0.0.0.0", "::", "127.0.0.1", "::1"):
@@ -68,12 +72,15 @@ def docker_run_args(opts: StackOptions) -> list[str]:
     """The argument list after ``docker`` that creates and starts the stack."""
     args = ["run", "--detach", "--name", opts.name, "--restart", "unless-stopped",
             "--label", f"io.llm-observe.stack={opts.name}"]
-    prefix = f"{opts.bind}:" if opts.bind else ""
+    prefix = f"{opts.bind}:"
     for host, inside in ((opts.api_port, 8000), (opts.grafana_port, 3000),
                          (opts.otlp_port, 4317), (opts.prometheus_port, 9090),
                          (opts.metrics_port, 9464)):
         args += ["--publish", f"{prefix}{host}:{inside}"]
     args += ["--volume", f"{opts.volume}:{DATA_DIR}"]
+    for name in TOKEN_VARIABLES:  # copied from this environment; never on the command line
+        if os.environ.get(name):
+            args += ["--env", name]
     # Grafana builds its links and redirects from root_url: make them the host's URL
     args += ["--env", f"GF_SERVER_ROOT_URL=http://{public_host(opts.bind)}:{opts.grafana_port}/"]
     if opts.config_dir:
@@ -138,7 +145,11 @@ def _urls(opts: StackOptions, password: str | None) -> list[str]:
             f"  Grafana     http://{host}:{opts.grafana_port}  ({pw})",
             f"  Prometheus  http://{host}:{opts.prometheus_port}",
             f"  OTLP gRPC   {host}:{opts.otlp_port}",
-            f"  /metrics    http://{host}:{opts.metrics_port}/metrics"]
+            f"  /metrics    http://{host}:{opts.metrics_port}/metrics",
+            f"  published on {opts.bind} only" if opts.bind in ("127.0.0.1", "::1") else
+            f"  published on {opts.bind}",
+            "  to reach them from other machines: llm-observe start --bind 0.0.0.0 "
+            "(set LLM_OBSERVE_API_TOKEN, _OTLP_TOKEN and _METRICS_TOKEN first)"]
 
 
 def start(opts: StackOptions, docker: Docker, password_wait_s: float = 20.0) -> int:
@@ -216,7 +227,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--image", default=d.image, help=f"image name ({d.image})")
     parser.add_argument("--tag", default=d.tag,
                         help=f"image tag: latest, stable, unstable or vX.Y.Z ({d.tag})")
-    parser.add_argument("--bind", help="host address to publish the ports on (default: all)")
+    parser.add_argument("--bind", default="127.0.0.1",
+                        help="host address to publish the ports on (default 127.0.0.1, this "
+                             "machine only; 0.0.0.0 exposes them to the network: set "
+                             "LLM_OBSERVE_API_TOKEN / _OTLP_TOKEN / _METRICS_TOKEN first)")
     parser.add_argument("--config-dir", help="host directory with model_prices.yaml and "
                                              "patterns.yaml, mounted read-only")
 

@@ -12,6 +12,7 @@ Heavy imports live inside :func:`run` so ``llm-observe --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -119,6 +120,11 @@ async def _serve(collector: Any, args: argparse.Namespace) -> int:
 
     settings = collector.settings
     await collector.pipeline.start()  # before any door: a spool left by the last run goes now
+    # Everything loaded so far (modules, tables, encodings) lives for the whole run: moved
+    # out of the collector's generations, it is never rescanned, so a full collection
+    # triggered by one big request costs a pause in proportion to that request only.
+    gc.collect()
+    gc.freeze()
     app = create_app(collector)
     # In-flight requests get a bounded grace at shutdown (aiohttp's default is 60 s).
     runner = web.AppRunner(app, access_log=None, handle_signals=False,
@@ -182,7 +188,8 @@ async def _start_receiver(collector: Any) -> Any:
     try:
         return await start_receiver(collector.pipeline, collector.registry, host,
                                     settings.otlp_port, settings.otlp_max_message_bytes,
-                                    max_spans=settings.otlp_max_spans_per_request)
+                                    max_spans=settings.otlp_max_spans_per_request,
+                                    token=settings.otlp_token)
     except OSError as exc:
         raise _StartupError(str(exc) if exc.strerror is None else
                             f"OTLP receiver cannot listen on {host}:{settings.otlp_port}: "
@@ -197,7 +204,8 @@ def _start_prometheus(settings: Any, ui_port: int) -> Any:
     host = settings.metrics_host or settings.host
     scrape_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     try:
-        return start_local_prometheus(out, settings.metrics_port, ui_port, scrape_host=scrape_host)
+        return start_local_prometheus(out, settings.metrics_port, ui_port, scrape_host=scrape_host,
+                                      metrics_token=settings.metrics_token)
     except FileNotFoundError as exc:
         raise _StartupError(str(exc)) from None
 

@@ -54,16 +54,20 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     scanner = Scanner(load_patterns(settings.config_file("patterns.yaml")))
     registry = registry if registry is not None else CollectorRegistry()
     metrics = LlmMetrics(registry, LabelLimits(models=settings.max_models,
-                                               services=settings.max_services))
+                                               services=settings.max_services,
+                                               label_sets=settings.max_label_sets))
     tracker = ToolChainTracker()
     embedder = _embedder(settings)
     cost = CostProcessor(price_table)
     processors: list[Processor] = [
-        TokensProcessor(), cost, ScanProcessor(scanner), SamplingProcessor(),
+        TokensProcessor(max_text_chars=settings.max_text_chars), cost,
+        ScanProcessor(scanner, max_text_chars=settings.max_text_chars), SamplingProcessor(),
     ]
     if embedder is not None:
         from llm_observe.processors.embedding import EmbeddingProcessor
-        processors.append(EmbeddingProcessor(embedder))
+        processors.append(EmbeddingProcessor(
+            embedder, max_per_s=settings.embedding_max_per_s,
+            queue_max=settings.embedding_queue_max, registry=registry))
     processors.append(ToolchainProcessor(tracker))
     extra = list(exporters or [])
     pipeline = Pipeline(processors, [PrometheusExporter(metrics), *extra])

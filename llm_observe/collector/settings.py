@@ -59,7 +59,7 @@ class Settings:
     embedding_threads: int = 0
     embedding_batch_size: int = 32
     embedding_quantized: bool = False
-    embedding_queue_max: int = 256  # spans waiting for an embedding; over it they go on without
+    embedding_queue_max: int = 256  # prompts waiting for an embedding; over it spans go on without
     embedding_max_per_s: float = 50.0  # embeddings per second, sustained (token bucket)
     # test-call targets (the provider SDKs' own env vars are honoured too)
     openai_base_url: str | None = None

@@ -13,9 +13,10 @@ test is one C hash probe (~35 ns) and only values that are present are decoded
 (by the cached readers of :mod:`receiver.values`).
 
 A span whose mapped fields are garbage (a token count that is a string,
-negative or 1e30; an end time before its start; a model that is not a string)
-raises :class:`SpanRejected`, naming the key: it is answered as rejected in the
-OTLP partial success and never reaches the metrics.
+negative or 1e30; an end time before its start or past 2**63; a first token outside
+the span; a model that is not a string or holds a control character) raises
+:class:`SpanRejected`, naming the key: it is answered as rejected in the OTLP
+partial success and never reaches the metrics (bounds: docs/receiver.md, "Bounds").
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from typing import Any
 
 from llm_observe import semconv as sc
 from llm_observe.otlp import texts
+from llm_observe.otlp.timing import latencies
 from llm_observe.otlp.values import (
     SpanRejected,
     describe,
-    event_ttft,
     finish_reason,
     flag,
     integer,
@@ -36,11 +37,11 @@ from llm_observe.otlp.values import (
     models,
     provider_name,
     requested_model,
-    seconds_ms,
+    resource_service,
     small,
 )
 from llm_observe.otlp.wire import is_error_status
-from llm_observe.span import MAX_LATENCY_MS, MAX_RETRIES, MAX_TOKENS, LlmSpan
+from llm_observe.span import MAX_RETRIES, MAX_TOKENS, LlmSpan
 
 # --- which spans are LLM calls ---------------------------------------------------
 # Any of these keys marks a span as an LLM call (OpenInference decides by its kind).
@@ -87,7 +88,17 @@ _SESSION = (sc.SESSION_ID, sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID)
 _METHODS = frozenset({sc.METHOD_EXACT, sc.METHOD_HEURISTIC})
 _STATUSES = frozenset({sc.STATUS_SUCCESS, sc.STATUS_ERROR})
 
+# Every attribute key map_span reads (besides the text families of otlp/texts.py).
+MAPPED_KEYS = (*_MARKERS, *_MODEL, *_ACTUAL_MODEL, *_PROVIDER, *_PROMPT_TOKENS,
+               *_COMPLETION_TOKENS, *_TOTAL_TOKENS, *_CACHE_READ, *_CACHE_WRITE, *_TTFT_SECONDS,
+               *_FINISH, *_SESSION, sc.OI_SPAN_KIND, sc.GEN_AI_OPERATION_NAME, sc.OLLM_SPAN_KIND,
+               sc.OLLM_REQUEST_TYPE, sc.OI_INVOCATION_PARAMETERS, sc.SERVICE, sc.SERVICE_NAME,
+               sc.LATENCY_MS_TOTAL, sc.LATENCY_MS_TTFT, sc.STATUS, sc.ERROR_TYPE,
+               sc.RETRY_COUNT, sc.ATTEMPTED_MODELS, sc.ENDPOINT, sc.TOKEN_COUNT_METHOD,
+               sc.PII_DETECTED, sc.INJECTION_ATTEMPT, sc.IS_SAMPLED)
+
 PLAN_MAX_KEYS = 128  # spans with more attributes are planned without the cache
+PLAN_MAX_KEY_CHARS = 8192  # nor are key sets longer than this: the cache holds the keys
 _PLAN_CACHE_SIZE = 1024
 
 
@@ -152,6 +163,8 @@ def plan_for(attrs: Any) -> Plan:
     keys = frozenset(attrs)
     plan = _plans.get(keys)
     if plan is None:
+        if sum(map(len, keys)) > PLAN_MAX_KEY_CHARS:
+            return Plan(attrs)
         if len(_plans) >= _PLAN_CACHE_SIZE:
             _plans.clear()
         plan = _plans[keys] = Plan(attrs)
@@ -167,8 +180,13 @@ def is_llm_span(attrs: Any, plan: Plan | None = None) -> bool:
         return False
     ops = plan.ops
     if len(ops) == 1:  # the common case, without a generator
-        return small(attrs[ops[0]]) not in NOT_LLM_OPERATIONS
-    return all(small(attrs[key]) not in NOT_LLM_OPERATIONS for key in ops)
+        return _is_llm_op(small(attrs[ops[0]]))
+    return all(_is_llm_op(small(attrs[key])) for key in ops)
+
+
+def _is_llm_op(op: Any) -> bool:
+    # Not a string (an array, say: unhashable, so no set test) names no known operation.
+    return type(op) is not str or op not in NOT_LLM_OPERATIONS
 
 
 def map_span(span: Any, service_name: str,
@@ -190,12 +208,14 @@ def map_span(span: Any, service_name: str,
     model = label(a, p.model) if p.model else None
     actual = label(a, p.actual) if p.actual else None
     if p.invocation:
-        requested = requested_model(a[p.invocation])
+        requested = requested_model(p.invocation, a[p.invocation])
         if requested and requested != model:
             model, actual = requested, model
     provider = provider_name(a, p.provider) if p.provider else None
     if p.service:
         service_name = label(a, p.service) or service_name
+    else:
+        service_name = resource_service(service_name)
 
     prompt = integer(a, p.prompt, MAX_TOKENS) if p.prompt else None
     completion = integer(a, p.completion, MAX_TOKENS) if p.completion else None
@@ -212,32 +232,13 @@ def map_span(span: Any, service_name: str,
         if prompt > MAX_TOKENS:
             raise SpanRejected("prompt tokens", f"with cached tokens exceed {MAX_TOKENS}")
 
-    start, end = span.start_time_unix_nano, span.end_time_unix_nano
-    if p.latency:
-        latency: int | None = integer(a, p.latency, MAX_LATENCY_MS)
-    elif start and end:
-        if end < start:
-            raise SpanRejected("end_time_unix_nano", "is before start_time_unix_nano")
-        latency = (end - start + 500_000) // 1_000_000
-        if latency > MAX_LATENCY_MS:
-            raise SpanRejected("end_time_unix_nano", f"gives a latency over {MAX_LATENCY_MS} ms")
-    else:
-        latency = None
-    events = span.events
-    if p.ttft_ms:
-        ttft: int | None = integer(a, p.ttft_ms, MAX_LATENCY_MS)
-    elif p.ttft_s:
-        ttft = seconds_ms(a, p.ttft_s)
-    else:
-        ttft = (event_ttft(events, start, span.dropped_events_count)
-                if events and start else None)
-    if ttft is not None and latency is not None and ttft > latency:
-        raise SpanRejected("time to first token", f"({ttft} ms) exceeds the latency ({latency} ms)")
+    latency, ttft = latencies(span, a, p.latency, p.ttft_ms, p.ttft_s)
+    start, events = span.start_time_unix_nano, span.events
 
     finish = finish_reason(a, p.finish) if p.finish else None
     if p.status:
         status = small(a[p.status])
-        if status not in _STATUSES:
+        if type(status) is not str or status not in _STATUSES:
             raise SpanRejected(p.status, f"must be one of {sorted(_STATUSES)}, "
                                          f"got {describe(status)}")
     elif p.error_type or is_error_status(span.status):
@@ -261,7 +262,7 @@ def map_span(span: Any, service_name: str,
         texts.read(span, a, events, p.prompt_texts) if p.texts_in_attrs or events else None,
         (texts.read(span, a, events, p.completion_texts)
          if p.texts_in_attrs or events else None),
-        method if method in _METHODS else None,
+        method if type(method) is str and method in _METHODS else None,
         None, None,  # cost_usd_micro, price_version: the cost stage sets them
         flag(a, p.sampled) if p.sampled else False,
     )
@@ -292,4 +293,5 @@ def check_field_order(fields: tuple[str, ...]) -> None:
 check_field_order(tuple(f.name for f in dataclasses.fields(LlmSpan)))
 
 
-__all__ = ["NOT_LLM_OPERATIONS", "Plan", "SpanRejected", "is_llm_span", "map_span", "plan_for"]
+__all__ = ["MAPPED_KEYS", "NOT_LLM_OPERATIONS", "Plan",
+           "SpanRejected", "is_llm_span", "map_span", "plan_for"]

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from llm_observe import semconv as sc
 from llm_observe.otlp import walk
-from llm_observe.otlp.redact import redact_texts
+from llm_observe.otlp.redact import needs_redaction, redact_span
 from llm_observe.otlp.walk import ScopeGroup, Walked
 from llm_observe.otlp.wire import (
     ERROR_STATUS,
@@ -51,7 +51,9 @@ class Item(NamedTuple):
 
 
 class Encoder:
-    """Turns exporter input into :class:`Item`s. Event-loop thread only (caches)."""
+    """Turns exporter input into :class:`Item`s. Used from the event loop and from the
+    forwarder's one encoding thread (large batches): the caches are plain dicts whose
+    single operations are atomic under the GIL; a lost entry is only recomputed."""
 
     def __init__(self, *, redact_pii: bool = True, max_spans: int = 512,
                  max_bytes: int = 4 * 1024 * 1024) -> None:
@@ -157,8 +159,10 @@ class Encoder:
                 a[sc.EMBEDDING] = encode_value([float(x) for x in span.embedding])
         if span.errors:
             a[sc.PROCESSOR_ERRORS] = encode_value(list(span.errors))
-        if self.redact_pii and span.pii_detected:
-            redact_texts(message, span.findings)
+        if span.notes:
+            a[sc.PROCESSING_NOTES] = encode_value(list(span.notes))
+        if self.redact_pii and needs_redaction(span):
+            redact_span(message, span)
 
     def _int(self, value: int) -> bytes:
         data = self._ints.get(value)

@@ -1,253 +1,250 @@
-"""Prompt and completion text in every dialect: read it, and write a redacted copy back.
+"""Prompt and completion text in every dialect: read it, lay it out, write a copy back.
 
-A *family* is one convention's way of carrying the text (our ``llm_observe.prompt``,
-OpenLLMetry's indexed ``gen_ai.prompt.{i}.content``, OpenInference's
-``llm.input_messages.{i}.message.content``, GenAI semconv's JSON
-``gen_ai.input.messages``, OpenLIT's ``gen_ai.prompt`` attribute or event ...).
-The span's text is the first family present, its pieces joined by newlines.
-Several families can carry the same text (OpenLIT sets the attribute *and* the
-event; OpenInference sets the messages *and* ``input.value``), so redaction
-rewrites every family present (see :func:`sources` and :func:`write_back`).
+A *family* is one convention's way of carrying text on one side (our
+``llm_observe.prompt``, OpenLLMetry's indexed ``gen_ai.prompt.{i}.*``, OpenInference's
+``llm.input_messages.{i}.message.*``, GenAI semconv's JSON ``gen_ai.input.messages``,
+``gen_ai.system_instructions``, tool definitions, content events ...; the catalogue is
+:mod:`otlp.textkeys`). A span's text on a side is the *layout* of every family present,
+in rank order, pieces joined by newlines: the first family's pieces all (the
+conversation, as the span's text always was), then each piece of a later family that
+is not already in the text. A piece that is (OpenLIT's event repeats its attribute,
+OpenInference's JSON body repeats its messages) is a *copy*: it keeps the offset of
+its original, so the scanner reads it once and the redactor rewrites both alike.
+
+The scanner reads the whole layout, so every text the collector forwards is scanned
+(see :mod:`otlp.redact` for what happens beyond the scanned bound).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from llm_observe import semconv as sc
-from llm_observe.otlp.wire import decode_value, encode_value
+from llm_observe.otlp import textjson
+from llm_observe.otlp.textkeys import (
+    COMPLETION,
+    CONTENT_EVENTS,
+    EVENT_JSON,
+    EVENT_METADATA,
+    EVENTS,
+    EVENTS_BY_SIDE,
+    MIME_KEYS,
+    PROMPT,
+    Parse,
+    Which,
+    classify,
+)
+from llm_observe.otlp.textvalues import FALLBACK, Source, add_source, plain_value, write_back
+from llm_observe.otlp.wire import decode_value
 
-PROMPT: Literal["prompt"] = "prompt"
-COMPLETION: Literal["completion"] = "completion"
-Which = Literal["prompt", "completion"]
-MAX_INDEXED = 256  # indexed message keys read per span (gen_ai.prompt.0 .. .255)
+__all__ = ["COMPLETION", "PROMPT", "SEPARATOR", "Candidates", "Family", "Layout", "Source",
+           "Which", "candidates", "layout", "read", "write_back"]
+
 SEPARATOR = "\n"
 
 
 @dataclass(frozen=True, slots=True)
 class Family:
-    kind: Literal["attr", "indexed", "messages", "event", "mime"]
-    key: str  # attribute key, or key prefix for "indexed"
-    suffix: str = ""  # "indexed": key suffix; "event": the event name
-    mime_key: str = ""  # "mime": the mime-type attribute that must not say JSON
+    """The keys of one rank present on a span (``attr``), or its content events (``event``)."""
 
-    def keys(self) -> list[str]:
-        if self.kind != "indexed":
-            return [self.key]
-        return [f"{self.key}{i}{self.suffix}" for i in range(MAX_INDEXED)]
-
-    def role_keys(self) -> list[str]:
-        """"indexed": each message's role key, present even when its content is not (an
-        assistant message that only calls tools has no ``.content`` in OpenLLMetry or
-        OpenInference), so the messages after it are still read."""
-        role = self.suffix.replace("content", "role")
-        return [f"{self.key}{i}{role}" for i in range(MAX_INDEXED)]
+    kind: Literal["attr", "event"]
+    which: Which
+    rank: int
+    keys: tuple[tuple[str, Parse], ...] = ()  # "attr": (key, how to read it), layout order
 
 
-def _families(which: Which) -> tuple[Family, ...]:
-    prompt = which == PROMPT
-    return (
-        Family("attr", sc.PROMPT_TEXT if prompt else sc.COMPLETION_TEXT),
-        Family("indexed", sc.OLLM_PROMPT_PREFIX if prompt else sc.OLLM_COMPLETION_PREFIX,
-               ".content"),
-        Family("indexed", sc.OI_INPUT_MESSAGES_PREFIX if prompt else sc.OI_OUTPUT_MESSAGES_PREFIX,
-               sc.OI_MESSAGE_CONTENT_SUFFIX),
-        Family("messages", sc.GEN_AI_INPUT_MESSAGES if prompt else sc.GEN_AI_OUTPUT_MESSAGES),
-        Family("attr", sc.GEN_AI_PROMPT if prompt else sc.GEN_AI_COMPLETION),
-        Family("event", sc.GEN_AI_PROMPT if prompt else sc.GEN_AI_COMPLETION,
-               sc.GEN_AI_CONTENT_PROMPT_EVENT if prompt else sc.GEN_AI_CONTENT_COMPLETION_EVENT),
-        Family("mime", sc.OI_INPUT_VALUE if prompt else sc.OI_OUTPUT_VALUE,
-               mime_key=sc.OI_INPUT_MIME_TYPE if prompt else sc.OI_OUTPUT_MIME_TYPE),
-    )
+class Candidates(tuple[tuple[int, Family], ...]):
+    """The (index, family) pairs of one side, plus the one plain key when that is all the
+    attributes hold (ours, OpenLIT's: the reader's fast path)."""
 
-
-FAMILIES: dict[Which, tuple[Family, ...]] = {PROMPT: _families(PROMPT),
-                                             COMPLETION: _families(COMPLETION)}
-# Precomputed indexed (content, role) keys, so the hot path never formats strings.
-_INDEXED: dict[tuple[str, str], list[tuple[str, str]]] = {
-    (f.key, f.suffix): list(zip(f.keys(), f.role_keys(), strict=True))
-    for fams in FAMILIES.values() for f in fams if f.kind == "indexed"}
-
-
-@dataclass(slots=True)
-class Source:
-    """One attribute holding (part of) a text: where it is and the text pieces in it."""
-
-    family: int
-    key: str
-    event: int | None  # index into span.events when the attribute is on an event
-    json: bool  # the value is a JSON message list; pieces are its text parts
-    pieces: list[str]
-
-
-Candidates = tuple[tuple[int, Family], ...]
+    which: Which
+    plain_key: str | None
 
 
 def candidates(attrs: Any, which: Which) -> Candidates:
-    """Families that may hold the text given the attribute keys (event families always may)."""
-    return tuple((i, f) for i, f in enumerate(FAMILIES[which]) if _may_hold(f, attrs))
+    """The families of ``which`` the attribute keys hold (content events always may).
 
-
-def _may_hold(family: Family, attrs: Any) -> bool:
-    # Runs per span for spans past the plan cache's key limit: no key lists are built here.
-    if family.kind == "event":
-        return True
-    if family.kind == "indexed":
-        content, role = _INDEXED[(family.key, family.suffix)][0]
-        return content in attrs or role in attrs
-    return family.key in attrs
-
-
-def read(span: Any, attrs: Any, events: Any, found_in: Candidates) -> str | None:
-    """The text of the first candidate family present, pieces joined by newlines."""
-    for index, family in found_in:
-        kind = family.kind
-        if kind == "attr":  # one plain string: no Source objects on the hot path
-            value = decode_value(attrs[family.key])
-            if isinstance(value, str) and value:
-                return value
-            continue
-        if kind == "event" and not events:
-            continue
-        found = _read(span, attrs, index, family)
-        if found:
-            return SEPARATOR.join(p for s in found for p in s.pieces)
-    return None
-
-
-def sources(span: Any, which: Which, *, include_raw: bool = False) -> list[list[Source]]:
-    """Every family present on the span, in priority order (the first is the text's).
-
-    ``include_raw`` adds raw JSON bodies (OpenInference ``input.value`` with a JSON
-    mime type), which are never read as the text but must be redacted too.
+    Once per attribute key set (the dialect plan caches it), so the per-span read only
+    visits keys that are present. No cap on message indexes.
     """
-    attrs = span.attributes
-    out = []
-    for index, family in enumerate(FAMILIES[which]):
-        found = _read(span, attrs, index, family, include_raw)
-        if found:
-            out.append(found)
+    found = []
+    for key in attrs:
+        text_key = classify(key)
+        if text_key is not None and text_key.which == which:
+            found.append((text_key.rank, text_key.order, key, text_key.parse))
+    found.sort()
+    groups: dict[int, list[tuple[str, Parse]]] = {}
+    for rank, _, key, parse in found:
+        groups.setdefault(rank, []).append((key, parse))
+    families = [Family("attr", which, rank, tuple(keys)) for rank, keys in groups.items()]
+    at = sum(1 for f in families if f.rank < EVENTS)
+    families.insert(at, Family("event", which, EVENTS))
+    out = Candidates(enumerate(families))
+    out.which = which
+    out.plain_key = found[0][2] if len(found) == 1 and found[0][3] == "plain" else None
     return out
 
 
-def _read(span: Any, attrs: Any, index: int, family: Family,
-          include_raw: bool = False) -> list[Source]:
-    kind = family.kind
-    if kind == "attr" or kind == "messages":
-        if family.key not in attrs:
-            return []
-        return _source(index, family.key, None, attrs[family.key], kind == "messages")
-    if kind == "indexed":
-        found: list[Source] = []
-        for key, role in _INDEXED[(family.key, family.suffix)]:
-            if key in attrs:
-                found.extend(_source(index, key, None, attrs[key], False))
-            elif role not in attrs:
-                break  # neither content nor role: past the last message
-        return found
-    if kind == "mime":
-        if family.key not in attrs:
-            return []
-        mime = decode_value(attrs[family.mime_key]) if family.mime_key in attrs else None
-        if isinstance(mime, str) and "json" in mime and not include_raw:
-            return []  # a raw JSON request/response body is not the prompt text
-        return _source(index, family.key, None, attrs[family.key], False)
-    events = span.events
-    if not events:
-        return []
-    found = []
-    for i, event in enumerate(events):
-        if event.name == family.suffix and family.key in event.attributes:
-            found.extend(_source(index, family.key, i, event.attributes[family.key], False))
+_by_keys: dict[frozenset[str], dict[Which, Candidates]] = {}
+_BY_KEYS_SIZE, _BY_KEYS_MAX_KEYS = 1024, 128
+
+
+def both_sides(attrs: Any) -> dict[Which, Candidates]:
+    """:func:`candidates` of both sides, remembered per key set (the redactor's lookup)."""
+    if len(attrs) > _BY_KEYS_MAX_KEYS:
+        return {PROMPT: candidates(attrs, PROMPT), COMPLETION: candidates(attrs, COMPLETION)}
+    keys = frozenset(attrs)
+    found = _by_keys.get(keys)
+    if found is None:
+        if len(_by_keys) >= _BY_KEYS_SIZE:
+            _by_keys.clear()
+        found = _by_keys[keys] = {PROMPT: candidates(attrs, PROMPT),
+                                  COMPLETION: candidates(attrs, COMPLETION)}
     return found
 
 
-def _source(index: int, key: str, event: int | None, raw: bytes, is_json: bool) -> list[Source]:
-    value = decode_value(raw)
-    if not isinstance(value, str) or not value:
-        return []  # non-string text is not scanned or counted (and not a metric input)
-    if is_json:
-        pieces = _json_pieces(value)
-        if pieces is not None:
-            return [Source(index, key, event, True, pieces)] if pieces else []
-    return [Source(index, key, event, False, [value])]
+@dataclass(slots=True)
+class Layout:
+    """One side's text: the sources in order and the pieces laid out in the text."""
+
+    sources: list[Source] = field(default_factory=list)
+    laid: list[str] = field(default_factory=list)  # pieces in the text, in order
+
+    @property
+    def starts(self) -> list[int]:
+        out, offset = [], 0
+        for piece in self.laid:
+            out.append(offset)
+            offset += len(piece) + len(SEPARATOR)
+        return out
+
+    @property
+    def length(self) -> int:
+        return sum(map(len, self.laid)) + len(SEPARATOR) * max(0, len(self.laid) - 1)
+
+    def text(self) -> str | None:
+        return SEPARATOR.join(self.laid) if self.laid else None
 
 
-def _json_pieces(value: str) -> list[str] | None:
-    """Text parts of a GenAI-semconv message list, or None if the value is not one."""
-    try:
-        messages = json.loads(value)
-    except ValueError:
-        return None
-    if not isinstance(messages, list):
-        return None
-    pieces: list[str] = []
-    _visit(messages, pieces.append)
-    return pieces
+def read(span: Any, attrs: Any, events: Any, found_in: Candidates) -> str | None:
+    """The span's text on one side (the layout of every family present), or None."""
+    key = found_in.plain_key
+    if key is not None and not (events and content_events(span, events)[found_in.which]):
+        value = decode_value(attrs[key])  # fast path: one plain key, no content event
+        if type(value) is str and not textjson.is_binary(value):
+            return value or None
+    text = _plain_layout(span, attrs, events, found_in)
+    if text is FALLBACK:
+        return layout(span, found_in, attrs, events).text()
+    return text  # type: ignore[no-any-return]
 
 
-# Part fields that carry text, by part type (GenAI semconv gen-ai-input/output-messages
-# JSON schemas): tool-call arguments and tool results hold user data as often as text does.
-_PART_TEXT = {"text": "content", "reasoning": "content", "tool_call": "arguments",
-              "tool_call_response": "response"}
-
-
-def _visit(messages: list[Any], on_text: Any) -> None:
-    """Call ``on_text`` for each text piece, in order; a returned str replaces the piece.
-
-    Shapes: semconv ``{"role", "parts": [{"type": "text", "content": ...}, {"type":
-    "tool_call", "arguments": ...}, {"type": "tool_call_response", "response": ...}]}``
-    and the older OpenAI-like ``{"role", "content": "...", "tool_calls": [{"function":
-    {"arguments": "..."}}]}``. A JSON-valued field is visited as its JSON text and, when
-    replaced, parsed back (a redaction inside a JSON string keeps it valid JSON).
-    """
-    for message in messages:
-        if not isinstance(message, dict):
+def _plain_layout(span: Any, attrs: Any, events: Any, found_in: Candidates) -> Any:
+    """:func:`layout`'s text when every value is a plain string (OpenLIT's attribute and
+    its event copy, indexed messages), without building sources; else FALLBACK."""
+    laid: list[str] = []
+    seen: set[str] | None = None  # set once the first family with text is laid out
+    for _, family in found_in:
+        values = []
+        if family.kind == "attr":
+            for key, parse in family.keys:
+                if key in attrs:
+                    value = plain_value(attrs[key]) if parse == "plain" else FALLBACK
+                    if value is FALLBACK:
+                        return FALLBACK
+                    if value:
+                        values.append(value)
+        elif events:
+            for _, event in content_events(span, events)[family.which]:
+                event_attrs = event.attributes
+                for key in sorted(event_attrs):
+                    if key not in EVENT_METADATA:
+                        value = FALLBACK if key in EVENT_JSON else plain_value(event_attrs[key])
+                        if value is FALLBACK:
+                            return FALLBACK
+                        if value:
+                            values.append(value)
+        if seen is None:
+            if values:
+                laid.extend(values)
+                seen = set(laid)
             continue
-        parts = message.get("parts")
-        if isinstance(parts, list):
-            for part in parts:
-                if isinstance(part, dict):
-                    field = _PART_TEXT.get(part.get("type", "text"))
-                    if field is not None:
-                        _visit_field(part, field, on_text)
-            continue
-        _visit_field(message, "content", on_text)
-        calls = message.get("tool_calls")
-        for call in calls if isinstance(calls, list) else ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict):
-                _visit_field(function, "arguments", on_text)
+        for value in values:
+            if value not in seen:
+                laid.append(value)
+                seen.add(value)
+    return SEPARATOR.join(laid) if laid else None
 
 
-def _visit_field(container: dict[str, Any], field: str, on_text: Any) -> None:
-    value = container.get(field)
-    if value is None or value == "":
-        return
-    is_text = isinstance(value, str)
-    if not is_text and not isinstance(value, (dict, list)):
-        return
-    new = on_text(value if is_text else json.dumps(value, ensure_ascii=False))
-    if not isinstance(new, str):
-        return
-    if is_text:
-        container[field] = new
-        return
-    try:
-        container[field] = json.loads(new)
-    except ValueError:
-        container[field] = new
+def layout(span: Any, found_in: Candidates | None = None, attrs: Any = None,
+           events: Any = None, which: Which = PROMPT, with_paths: bool = False) -> Layout:
+    """Lay out one side's text (``found_in`` from :func:`candidates`, else of ``which``);
+    ``with_paths`` keeps where each JSON piece sits, for :func:`write_back`."""
+    attrs = span.attributes if attrs is None else attrs
+    events = span.events if events is None else events
+    if found_in is None:
+        found_in = candidates(attrs, which)
+    out = Layout()
+    seen: dict[str, int] = {}
+    offset = 0
+    primary = True  # the first family with text is laid out whole
+    for _, family in found_in:
+        sources = _sources(span, family, attrs, events, with_paths)
+        for source in sources:
+            for piece in source.pieces:
+                start = seen.get(piece) if not primary else None
+                if start is None:
+                    start = offset
+                    out.laid.append(piece)
+                    offset += len(piece) + len(SEPARATOR)
+                    seen.setdefault(piece, start)
+                source.starts.append(start)
+            out.sources.append(source)
+        primary = primary and not sources
+    return out
 
 
-def write_back(span: Any, source: Source, pieces: list[str]) -> None:
-    """Replace ``source``'s pieces on the span (e.g. with redacted copies)."""
-    attrs = span.attributes if source.event is None else span.events[source.event].attributes
-    if not source.json:
-        attrs[source.key] = encode_value(pieces[0])
-        return
-    messages = json.loads(decode_value(attrs[source.key]))
-    replacements = iter(pieces)
-    _visit(messages, lambda _old: next(replacements, None))
-    attrs[source.key] = encode_value(json.dumps(messages, ensure_ascii=False))
+_ENCODED_NAMES = tuple(b"\x12" + bytes((len(n),)) + n.encode() for n in CONTENT_EVENTS)
+_last: list[tuple[Any, dict[Which, list[tuple[int, Any]]]]] = [(None, {})]
+
+
+def content_events(span: Any, events: Any) -> dict[Which, list[tuple[int, Any]]]:
+    """The span's content events by side, as (index, event). One pass over the events
+    per span (both sides ask; remembered for the last ``events`` seen); a span with many
+    events (one per streamed chunk) is first checked on its bytes for an event name."""
+    memo = _last[0]  # replaced whole, so a reader in another thread sees a matching pair
+    if memo[0] is events:
+        return memo[1]
+    found: dict[Which, list[tuple[int, Any]]] = {PROMPT: [], COMPLETION: []}
+    data = span.SerializeToString() if len(events) > 8 else None
+    if data is None or any(name in data for name in _ENCODED_NAMES):
+        for i, event in enumerate(events):
+            name = event.name
+            if name in CONTENT_EVENTS:
+                found[PROMPT if name in EVENTS_BY_SIDE[PROMPT] else COMPLETION].append(
+                    (i, event))
+    _last[0] = (events, found)
+    return found
+
+
+def _sources(span: Any, family: Family, attrs: Any, events: Any, with_paths: bool
+             ) -> list[Source]:
+    found: list[Source] = []
+    if family.kind == "attr":
+        for key, parse in family.keys:
+            if key in attrs:
+                if parse == "mime":
+                    mime_key = MIME_KEYS[key]
+                    mime = decode_value(attrs[mime_key]) if mime_key in attrs else None
+                    parse = "json" if isinstance(mime, str) and "json" in mime else "plain"
+                add_source(found, key, None, attrs[key], parse, with_paths)
+        return found
+    for i, event in content_events(span, events)[family.which] if events else ():
+        event_attrs = event.attributes
+        for key in sorted(event_attrs):
+            if key not in EVENT_METADATA:
+                add_source(found, key, i, event_attrs[key],
+                           "json" if key in EVENT_JSON else "plain", with_paths)
+    return found
+
+

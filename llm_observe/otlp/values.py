@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from typing import Any
 
@@ -28,10 +29,6 @@ class SpanRejected(ValueError):
         super().__init__(f"{key} {message}")
 
 
-# Span events whose first occurrence marks the first streamed token.
-_FIRST_TOKEN_EVENTS = frozenset({sc.OI_FIRST_TOKEN_EVENT, sc.OLLM_COMPLETION_CHUNK_EVENT,
-                                 sc.OLLM_GEN_AI_COMPLETION_CHUNK_EVENT})
-_EXPLICIT_FIRST_TOKEN = frozenset({sc.OI_FIRST_TOKEN_EVENT})  # emitted once, at the token
 _unpack_double = struct.Struct("<d").unpack_from
 _providers: dict[bytes, str] = {}  # encoded value -> canonical name, bounded below
 _values: dict[bytes, Any] = {}  # small encoded values -> decoded (labels repeat a lot)
@@ -73,12 +70,40 @@ def label(a: Any, key: str) -> str | None:
     return checked
 
 
+# C0 and C1 control characters and DEL: in a label they forge lines in logs and text
+# expositions and split one model into look-alike series. Surrounding whitespace is
+# stripped first, so only one left inside rejects the span: the REST door's rule
+# (span._Validator; lone surrogates cannot get here, they are no valid UTF-8).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def check_text(key: str, value: str) -> str:
+    """``value`` unless it holds a control character (then SpanRejected naming ``key``)."""
+    if not value.isprintable() and (bad := _CONTROL.search(value)):  # isprintable: 1 C pass
+        raise SpanRejected(key, f"must not contain a control character "
+                                f"(U+{ord(bad.group()):04X})")
+    return value
+
+
+_services: dict[str, None] = {}  # resource service names already checked
+
+
+def resource_service(name: str) -> str:
+    """The resource's ``service.name`` (read and stripped by the walk), checked like a
+    label; each distinct name once."""
+    if name not in _services:
+        if len(_services) >= _VALUE_CACHE_SIZE:
+            _services.clear()
+        _services[check_text(sc.SERVICE_NAME, name)] = None
+    return name
+
+
 def _check_label(key: str, value: Any) -> str | None:
     if isinstance(value, str):
         value = value.strip()
         if len(value) > MAX_LABEL_CHARS:
             raise SpanRejected(key, f"must be at most {MAX_LABEL_CHARS} characters")
-        return value or None
+        return check_text(key, value) or None
     if value is None:
         return None
     raise SpanRejected(key, f"must be a string, got {describe(value)}")
@@ -95,9 +120,10 @@ def integer(a: Any, key: str, maximum: int) -> int:
         return value
     value = decode_value(raw)
     if type(value) is int and 0 <= value <= maximum:
-        if len(_ints) >= _VALUE_CACHE_SIZE:
-            _ints.clear()
-        _ints[raw] = value
+        if len(raw) <= _VALUE_CACHE_BYTES:  # an int with unknown fields appended is long
+            if len(_ints) >= _VALUE_CACHE_SIZE:
+                _ints.clear()
+            _ints[raw] = value
         return value
     # JSON-born senders (JS SDKs) send whole numbers as doubles.
     if type(value) is float and value.is_integer() and 0 <= value <= maximum:
@@ -123,24 +149,6 @@ def seconds_ms(a: Any, key: str) -> int:
                             f"got {describe(seconds)}")
 
 
-def event_ttft(events: Any, start: int, dropped_events: int = 0) -> int | None:
-    """TTFT from the first first-token / chunk event (OpenInference, OpenLLMetry).
-
-    SDKs keep the newest 128 events and drop the oldest: when the span says events were
-    dropped, the first chunk event left is not the first chunk, so only OpenInference's
-    one-off first-token event is trusted then.
-    """
-    names = _FIRST_TOKEN_EVENTS if not dropped_events else _EXPLICIT_FIRST_TOKEN
-    for event in events:
-        if event.name in names:
-            at = event.time_unix_nano
-            if at < start:
-                raise SpanRejected(f"event {event.name!r}", "is before the span's start")
-            ttft: int = (at - start + 500_000) // 1_000_000
-            return ttft
-    return None
-
-
 def finish_reason(a: Any, key: str) -> str | None:
     """A finish reason (first of an array), normalised to the spec's values."""
     raw = a[key]
@@ -154,7 +162,7 @@ def finish_reason(a: Any, key: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise SpanRejected(key, f"must be a string or string array, got {describe(value)}")
-    reason = sc.normalize_finish_reason(value[:MAX_LABEL_CHARS])
+    reason = sc.normalize_finish_reason(check_text(key, value.strip()[:MAX_LABEL_CHARS]))
     if reason and len(raw) <= _VALUE_CACHE_BYTES:
         if len(_finish_cache) >= _VALUE_CACHE_SIZE:
             _finish_cache.clear()
@@ -178,15 +186,18 @@ def models(a: Any, key: str) -> list[str]:
     value = decode_value(a[key])
     if isinstance(value, list) and len(value) <= MAX_ATTEMPTED_MODELS and all(
             isinstance(m, str) and len(m) <= MAX_LABEL_CHARS for m in value):
+        for m in value:
+            check_text(key, m)
         return value
     raise SpanRejected(key, f"must be at most {MAX_ATTEMPTED_MODELS} strings, "
                             f"got {describe(value)}")
 
 
 _requested: dict[bytes, str | None] = {}
+_REQUESTED_CACHE_BYTES = 4096  # invocation parameters are a few hundred bytes
 
 
-def requested_model(raw: bytes) -> str | None:
+def requested_model(key: str, raw: bytes) -> str | None:
     """``model`` from OpenInference's JSON invocation parameters (cached: they repeat)."""
     if raw in _requested:
         return _requested[raw]
@@ -198,10 +209,11 @@ def requested_model(raw: bytes) -> str | None:
         except ValueError:
             params = None
         if isinstance(params, dict) and isinstance(params.get("model"), str):
-            model = params["model"].strip()[:MAX_LABEL_CHARS] or None
-    if len(_requested) >= _VALUE_CACHE_SIZE:
-        _requested.clear()
-    _requested[raw] = model
+            model = check_text(key, params["model"].strip()[:MAX_LABEL_CHARS]) or None
+    if len(raw) <= _REQUESTED_CACHE_BYTES:  # the key is held: bound what a sender can pin
+        if len(_requested) >= _VALUE_CACHE_SIZE:
+            _requested.clear()
+        _requested[raw] = model
     return model
 
 

@@ -59,6 +59,18 @@ class ProcessorChain:
         stats.spans += len(batch)
         stats.seconds += time.perf_counter() - start
 
+    def warm(self) -> None:
+        """Call each processor's optional ``warm()`` (load models, tables); never raises."""
+        for processor in self.processors:
+            warm = getattr(processor, "warm", None)
+            if warm is None:
+                continue
+            try:
+                warm()
+            except Exception:
+                log.exception("processor %s failed to warm up; it will load on first use",
+                              processor.name)
+
     def run(self, batch: list[LlmSpan]) -> None:
         """Run every processor in order (all inline, including blocking ones)."""
         for processor in self.processors:

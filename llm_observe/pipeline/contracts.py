@@ -59,9 +59,13 @@ class Processor(Protocol):
       never lost because one span was bad. Hence enrichment must be idempotent
       per span (set fields; never accumulate into them).
     - The batch is owned by the pipeline: do not keep references after return.
-    - It runs on the collector's event-loop thread, unless ``blocking`` is true
-      (CPU-heavy work that releases the GIL, e.g. onnxruntime), in which case
-      the pipeline runs it in an executor thread while the loop keeps serving.
+    - It runs on the collector's event-loop thread for a small batch, and in the
+      pipeline's one worker thread for a large one (many spans or much text), so a
+      big request never holds the loop; ``blocking`` (CPU-heavy work that releases
+      the GIL, e.g. onnxruntime) always runs in that thread. State it shares with
+      the doors (the tool-chain tracker the REST endpoints also use) takes a lock.
+    - It may have a ``warm()`` method: the pipeline calls it once at start, in its worker
+      thread, to load what would otherwise make the first span slow.
     """
 
     name: str

@@ -33,7 +33,8 @@ class ReceiverMetrics:
         r = registry
         self.requests = Counter(
             "llm_observe_receiver_requests", "OTLP export requests by outcome "
-            "(ok, partial = some spans rejected, invalid, refused = backpressure, error)",
+            "(ok, partial = some spans rejected, invalid, refused = backpressure, error, "
+            "unauthenticated)",
             ["outcome"], registry=r)
         self.received = Counter(
             "llm_observe_receiver_spans_received", "Spans in decodable OTLP requests, by kind "

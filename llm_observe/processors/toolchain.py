@@ -12,11 +12,17 @@ a child of the LLM span that marks the hand-over from the model to the tools, so
 Grafana's trace view shows where each turn of the chain ends and what the chain
 had cost so far. The forwarder sends it to Tempo; it is no LLM call, so it never
 touches the LLM metrics.
+
+Costs are bounded: one step costs at most MAX_STEP_COST_USD_MICRO (the REST door
+answers 422 above it) and a chain's cumulative cost saturates at
+MAX_TRACE_COST_USD_MICRO instead of growing past what an int64 attribute, a JSON
+reader or a float can hold exactly (docs/receiver.md, "Bounds").
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -26,6 +32,12 @@ from llm_observe import semconv
 from llm_observe.span import LlmSpan, TransitionSpan
 
 TOOL_CALLS = "tool_calls"
+# $1M for one LLM call: 100M tokens (span.MAX_TOKENS) at the dearest list price is a
+# few $10k, so only garbage reaches it.
+MAX_STEP_COST_USD_MICRO = 10**12
+# $1B for one trace: 1,000 steps at the step maximum. Below 2**53, so the sum is exact
+# as a JSON number and a float, and far below int64 (the forwarded attribute).
+MAX_TRACE_COST_USD_MICRO = 10**15
 
 
 def transition_for(span: LlmSpan, state: ChainState) -> TransitionSpan:
@@ -52,19 +64,26 @@ class ChainState:
     trace_id: str
     steps: int = 0  # LLM spans seen in this chain
     tool_call_turns: int = 0  # of which finished with tool_calls
-    cumulative_cost_usd_micro: int = 0
+    cumulative_cost_usd_micro: int = 0  # saturates at MAX_TRACE_COST_USD_MICRO
     last_span_id: str | None = None
     updated_at: float = 0.0
+
+    @property
+    def cost_saturated(self) -> bool:
+        """The cumulative cost hit its maximum: the true sum is at least that."""
+        return self.cumulative_cost_usd_micro >= MAX_TRACE_COST_USD_MICRO
 
     def as_dict(self) -> dict[str, object]:
         return {"trace_id": self.trace_id, "steps": self.steps,
                 "tool_call_turns": self.tool_call_turns,
                 "cumulative_cost_usd_micro": self.cumulative_cost_usd_micro,
+                "cost_saturated": self.cost_saturated,
                 "last_span_id": self.last_span_id}
 
 
 class ToolChainTracker:
-    """LRU + TTL map of trace id → ChainState. Event-loop thread only."""
+    """LRU + TTL map of trace id → ChainState. Thread-safe: the REST endpoints use it on the
+    event loop while the pipeline may run the toolchain stage in its worker thread."""
 
     def __init__(self, max_traces: int = 10_000, ttl_s: float = 3600.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -73,11 +92,16 @@ class ToolChainTracker:
         self._clock = clock
         self._chains: OrderedDict[str, ChainState] = OrderedDict()
         self.evicted = 0
+        self._lock = threading.RLock()
 
     def __len__(self) -> int:
         return len(self._chains)
 
     def get(self, trace_id: str) -> ChainState | None:
+        with self._lock:
+            return self._get(trace_id)
+
+    def _get(self, trace_id: str) -> ChainState | None:
         state = self._chains.get(trace_id)
         if state is not None and self._clock() - state.updated_at > self.ttl_s:
             del self._chains[trace_id]
@@ -90,9 +114,15 @@ class ToolChainTracker:
         """Add one LLM span to its trace's chain and return the updated state.
 
         A trace with no chain yet starts one only when the span ends in
-        ``tool_calls`` (or ``open_chain`` is forced by the REST track call).
+        ``tool_calls`` (or ``open_chain`` is forced by the REST track call). The cost
+        adds up saturating at MAX_TRACE_COST_USD_MICRO; a negative cost adds nothing.
         """
-        state = self.get(trace_id)
+        with self._lock:
+            return self._track(trace_id, cost_usd_micro, span_id, finish_reason, open_chain)
+
+    def _track(self, trace_id: str, cost_usd_micro: int | None, span_id: str | None,
+               finish_reason: str | None, open_chain: bool) -> ChainState | None:
+        state = self._get(trace_id)
         if state is None:
             if not (open_chain or finish_reason == TOOL_CALLS):
                 return None
@@ -104,18 +134,21 @@ class ToolChainTracker:
         state.steps += 1
         if finish_reason == TOOL_CALLS:
             state.tool_call_turns += 1
-        state.cumulative_cost_usd_micro += cost_usd_micro or 0
+        if cost_usd_micro is not None and cost_usd_micro > 0:
+            state.cumulative_cost_usd_micro = min(
+                state.cumulative_cost_usd_micro + cost_usd_micro, MAX_TRACE_COST_USD_MICRO)
         state.last_span_id = span_id
         state.updated_at = self._clock()
         return state
 
     def clear(self, trace_id: str | None = None) -> int:
         """Forget one trace's chain (or all with None); return how many were removed."""
-        if trace_id is None:
-            n = len(self._chains)
-            self._chains.clear()
-            return n
-        return 1 if self._chains.pop(trace_id, None) is not None else 0
+        with self._lock:
+            if trace_id is None:
+                n = len(self._chains)
+                self._chains.clear()
+                return n
+            return 1 if self._chains.pop(trace_id, None) is not None else 0
 
 
 class ToolchainProcessor:

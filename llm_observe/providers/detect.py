@@ -121,7 +121,7 @@ def parse_body(body: str | bytes | dict[str, Any] | None) -> dict[str, Any]:
         return {}
     try:
         parsed = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return {}
     return parsed if isinstance(parsed, dict) else {}
 

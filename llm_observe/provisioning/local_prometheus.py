@@ -27,8 +27,8 @@ def find_prometheus() -> str | None:
 
 def start_local_prometheus(out_dir: Path | str, scrape_port: int, ui_port: int, *,
                            scrape_interval: str = "5s", scrape_host: str = "127.0.0.1",
-                           retention: str = "15d",
-                           binary: str | None = None) -> subprocess.Popen[bytes]:
+                           retention: str = "15d", binary: str | None = None,
+                           metrics_token: str | None = None) -> subprocess.Popen[bytes]:
     """Render ``OUT/prometheus/prometheus.yml`` and start Prometheus on 127.0.0.1:``ui_port``.
 
     It scrapes ``scrape_host:scrape_port/metrics`` every ``scrape_interval`` and keeps
@@ -43,7 +43,7 @@ def start_local_prometheus(out_dir: Path | str, scrape_port: int, ui_port: int, 
     out = Path(out_dir)
     params = RenderParams.for_profile("native", metrics_host=scrape_host, metrics_port=scrape_port,
                                       prometheus_port=ui_port, scrape_interval=scrape_interval)
-    (config,) = render_all(params, out, only=(CONFIG,))
+    (config,) = render_all(params, out, only=(CONFIG,), metrics_token=metrics_token)
     data = out / "prometheus" / "data"
     data.mkdir(parents=True, exist_ok=True)
     cmd = [exe, f"--config.file={config}", f"--storage.tsdb.path={data}",

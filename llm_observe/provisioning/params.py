@@ -41,6 +41,8 @@ class RenderParams:
     api_port: int = 8000
     metrics_host: str = "127.0.0.1"  # where Prometheus scrapes /metrics
     metrics_port: int = 9464
+    # a file holding LLM_OBSERVE_METRICS_TOKEN, when /metrics wants one (render writes it)
+    metrics_token_file: str | None = None
     otlp_port: int = 4317
     # spec 6.1 / 8: metrics are pulled every 5 s
     scrape_interval: str = "5s"

@@ -15,6 +15,8 @@ at every start, so a new image brings new dashboards)::
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
 from importlib.resources import files
 from pathlib import Path
@@ -86,10 +88,22 @@ def render_file(template: str, params: RenderParams, out_dir: Path) -> str:
     return env.get_template(template).render(template_context(params, out_dir))
 
 
-def render_all(params: RenderParams, out_dir: Path,
-               only: tuple[str, ...] | None = None) -> list[Path]:
-    """Render every template (or the outputs named in ``only``) into ``out_dir``; return paths."""
+def render_all(params: RenderParams, out_dir: Path, only: tuple[str, ...] | None = None,
+               metrics_token: str | None = None) -> list[Path]:
+    """Render every template (or the outputs named in ``only``) into ``out_dir``; return paths.
+
+    With ``metrics_token`` (default: ``LLM_OBSERVE_METRICS_TOKEN``), Prometheus scrapes
+    /metrics with it, read from ``OUT/prometheus/metrics-token`` (written mode 0600).
+    """
     params.validate()
+    token = metrics_token or os.environ.get("LLM_OBSERVE_METRICS_TOKEN") or None
+    if token:
+        path = out_dir / "prometheus" / "metrics-token"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+        path.chmod(0o600)
+        path.write_text(token, encoding="utf-8")
+        params = dataclasses.replace(params, metrics_token_file=str(path.resolve()))
     written: list[Path] = []
     for template, output in OUTPUTS:
         if only is not None and output not in only:

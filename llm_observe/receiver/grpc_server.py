@@ -8,9 +8,10 @@ grpc's generic INTERNAL, and the fast mirror schema of :mod:`receiver.wire` is
 used. gzip is accepted (grpc decompresses); the size limit is grpc's own
 (RESOURCE_EXHAUSTED beyond ``max_message_bytes``, after decompression).
 
-Answers: OK; OK with ``partial_success`` naming the rejected LLM spans;
-INVALID_ARGUMENT for undecodable bytes; RESOURCE_EXHAUSTED with RetryInfo when
-an exporter's queue is full (the SDK retries later); UNAVAILABLE otherwise.
+Answers: UNAUTHENTICATED without the configured bearer token (checked before any
+decoding, see :mod:`receiver.auth`); OK; OK with ``partial_success`` naming the
+rejected LLM spans; INVALID_ARGUMENT for undecodable bytes; RESOURCE_EXHAUSTED with
+RetryInfo when an exporter's queue is full (the SDK retries later); UNAVAILABLE otherwise.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from llm_observe.errors import PermanentError
 from llm_observe.otlp.walk import RequestInvalid, Walked, count_spans, decode_request, walk
 from llm_observe.pipeline import Backpressure, Batch, Pipeline
 from llm_observe.pipeline.selfmetrics import ReceiverMetrics, receiver_metrics
+from llm_observe.receiver.auth import CHALLENGE, bearer_ok
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,9 @@ SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 METHOD = "Export"
 FLAVOUR = "aio"  # chosen by measurement: docs/receiver.md
 DEFAULT_MAX_SPANS = 20_000  # per request (Settings.otlp_max_spans_per_request)
+# Requests larger than this are decoded and sorted in a thread, so one big request does not
+# hold the loop (the API, /metrics, other senders) while it is walked.
+INLINE_MAX_BYTES = 256 * 1024
 
 
 @dataclass
@@ -92,15 +97,26 @@ class TraceService:
 
     def __init__(self, pipeline: Pipeline, metrics: ReceiverMetrics,
                  loop: asyncio.AbstractEventLoop | None = None,
-                 max_spans: int = DEFAULT_MAX_SPANS) -> None:
+                 max_spans: int = DEFAULT_MAX_SPANS, token: str | None = None) -> None:
         self.pipeline = pipeline
         self.metrics = metrics
         self.max_spans = max_spans
         self.loop = loop
+        self.token = token.encode("utf-8") if token else None
+
+    def refuse(self, context: Any) -> Answer | None:
+        """UNAUTHENTICATED when a token is configured and the call lacks it, else None."""
+        if self.token is None or bearer_ok(context.invocation_metadata(), self.token):
+            return None
+        self.metrics.requests.labels("unauthenticated").inc()
+        return Answer(grpc.StatusCode.UNAUTHENTICATED, CHALLENGE)
 
     async def export(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         """The grpc.aio handler (on the loop)."""
-        got = self.receive(request)
+        got: Walked | Answer | None = self.refuse(context)
+        if got is None:  # a large request is decoded and sorted off the loop (~15 µs a kB)
+            got = (self.receive(request) if len(request) <= INLINE_MAX_BYTES else await
+                   asyncio.get_running_loop().run_in_executor(None, self.receive, request))
         answer = got if isinstance(got, Answer) else await self.handle(got)
         if answer.code is not None:
             await context.abort(answer.code, answer.message, trailing_metadata=answer.trailers)
@@ -108,7 +124,7 @@ class TraceService:
 
     def export_in_thread(self, request: bytes, context: grpc.ServicerContext) -> bytes:
         """The thread-pool handler: map here, run the pipeline on the loop."""
-        got = self.receive(request)
+        got = self.refuse(context) or self.receive(request)
         if not isinstance(got, Answer):
             assert self.loop is not None
             got = asyncio.run_coroutine_threadsafe(self.handle(got), self.loop).result()
@@ -176,14 +192,16 @@ class TraceService:
 
 async def start_receiver(pipeline: Pipeline, registry: CollectorRegistry, host: str, port: int,
                          max_message_bytes: int, *, flavour: str = FLAVOUR,
-                         threads: int = 4, max_spans: int = DEFAULT_MAX_SPANS) -> Receiver:
+                         threads: int = 4, max_spans: int = DEFAULT_MAX_SPANS,
+                         token: str | None = None) -> Receiver:
     """Start the OTLP/gRPC TraceService on ``host:port`` (0 = any free port).
 
     ``flavour`` "aio" serves on the running event loop; "threads" uses a thread-pool
-    server that maps spans in its threads and runs the pipeline on this loop.
+    server that maps spans in its threads and runs the pipeline on this loop. With a
+    ``token``, every call must carry ``authorization: Bearer <token>`` metadata.
     """
     loop = asyncio.get_running_loop()
-    service = TraceService(pipeline, receiver_metrics(registry), loop, max_spans)
+    service = TraceService(pipeline, receiver_metrics(registry), loop, max_spans, token)
     options = [("grpc.max_receive_message_length", max_message_bytes),
                ("grpc.so_reuseport", 0)]  # a second receiver on the port must fail, not share
     if flavour == "threads":

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from llm_observe.processors.toolchain import MAX_STEP_COST_USD_MICRO, MAX_TRACE_COST_USD_MICRO
+
 
 async def track(api: Any, **payload: Any) -> Any:
     resp = await api.post("/v1/tool-call/track", json=payload)
@@ -59,6 +61,31 @@ async def test_clear_one_and_all(api: Any) -> None:
     assert (await resp.json())["cleared"] == 2
     fresh = await track(api, trace_id="b", cost_usd_micro=7)
     assert fresh["steps"] == 1 and fresh["cumulative_cost_usd_micro"] == 7
+
+
+async def test_a_step_cost_above_the_maximum_is_422_naming_the_field(api: Any) -> None:
+    for cost in (MAX_STEP_COST_USD_MICRO + 1, 10**15, 2**63):
+        resp = await api.post("/v1/tool-call/track",
+                              json={"trace_id": "big", "cost_usd_micro": cost})
+        assert resp.status == 422
+        (detail,) = (await resp.json())["error"]["details"]
+        assert detail["field"] == "cost_usd_micro" and str(MAX_STEP_COST_USD_MICRO) in \
+            detail["message"]
+    body = await track(api, trace_id="big", cost_usd_micro=MAX_STEP_COST_USD_MICRO)
+    assert body["steps"] == 1 and body["cumulative_cost_usd_micro"] == MAX_STEP_COST_USD_MICRO
+
+
+async def test_the_chain_cost_saturates_at_its_maximum(api: Any) -> None:
+    # 1,000 steps at the step maximum reach the chain maximum; the next ones keep it there.
+    steps = MAX_TRACE_COST_USD_MICRO // MAX_STEP_COST_USD_MICRO
+    for _ in range(steps - 1):
+        body = await track(api, trace_id="long", cost_usd_micro=MAX_STEP_COST_USD_MICRO)
+    assert body["cost_saturated"] is False
+    for _ in range(3):
+        body = await track(api, trace_id="long", cost_usd_micro=MAX_STEP_COST_USD_MICRO)
+        assert body["cumulative_cost_usd_micro"] == MAX_TRACE_COST_USD_MICRO
+        assert body["cost_saturated"] is True
+    assert body["steps"] == steps + 2
 
 
 @pytest.mark.parametrize(("path", "payload", "field"), [

@@ -114,8 +114,10 @@ def test_start_runs_the_exact_container_and_prints_the_password(
     assert run == [[
         "run", "--detach", "--name", "llm-observe", "--restart", "unless-stopped",
         "--label", "io.llm-observe.stack=llm-observe",
-        "--publish", "8002:8000", "--publish", "3002:3000", "--publish", "4317:4317",
-        "--publish", "9090:9090", "--publish", "9464:9464",
+        # loopback unless --bind says otherwise: no port reaches the network by default
+        "--publish", "127.0.0.1:8002:8000", "--publish", "127.0.0.1:3002:3000",
+        "--publish", "127.0.0.1:4317:4317", "--publish", "127.0.0.1:9090:9090",
+        "--publish", "127.0.0.1:9464:9464",
         "--volume", "llm-observe-data:/var/lib/llm-observe",
         "--env", "GF_SERVER_ROOT_URL=http://localhost:3002/",
         "llmobserve/llm-observe:v1.8.2",
@@ -240,3 +242,19 @@ def test_engine_can_be_podman(docker: FakeDocker, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv(launcher.ENGINE_ENV, "podman")
     assert cli("start") == 0
     assert docker.state["container"]["status"] == "running"
+
+
+def test_the_doors_tokens_are_passed_into_the_container_by_name_never_by_value(
+        docker: FakeDocker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("LLM_OBSERVE_API_TOKEN", "api-secret")
+    monkeypatch.setenv("LLM_OBSERVE_METRICS_TOKEN", "metrics-secret")
+    monkeypatch.delenv("LLM_OBSERVE_OTLP_TOKEN", raising=False)
+    assert cli("start", "--bind", "0.0.0.0") == 0
+    [run] = [c for c in docker.calls if c[0] == "run"]
+    envs = [run[i + 1] for i, arg in enumerate(run) if arg == "--env"]
+    assert "LLM_OBSERVE_API_TOKEN" in envs and "LLM_OBSERVE_METRICS_TOKEN" in envs
+    assert "LLM_OBSERVE_OTLP_TOKEN" not in envs
+    assert not any("secret" in arg for arg in run)
+    assert "0.0.0.0:8002:8000" in run
+    assert "published on 0.0.0.0" in capsys.readouterr().out

@@ -134,7 +134,9 @@ def test_genai_semconv_current_keys() -> None:
         1200, 1000, 150)
     assert (span.finish_reason, span.latency_ms_ttft, span.latency_ms_total) == ("stop", 400, 2000)
     assert span.session_id == "conv-7"
-    assert (span.prompt_text, span.completion_text) == ("Hello\nand this", "Hi!")
+    # Every text leaf is read, the image part's uri too: a URL can carry credentials or
+    # an e-mail, and a text we do not scan is not forwarded raw.
+    assert (span.prompt_text, span.completion_text) == ("Hello\nx\nand this", "Hi!")
 
 
 def test_genai_semconv_deprecated_keys_and_content_events() -> None:

@@ -139,3 +139,38 @@ async def test_processor_and_exporter_stats_are_exported_as_self_metrics() -> No
     assert seconds and float(seconds[0].split()[-1]) > 0
     await pipeline.shutdown()
     await full.shutdown()
+
+
+class TextCounter:
+    """A processor that does CPU work proportional to the text, in pure Python."""
+
+    name = "text"
+    blocking = False
+
+    def process(self, batch: list[LlmSpan]) -> None:
+        import threading
+        for span in batch:
+            span.extra["thread"] = threading.current_thread().name
+            span.prompt_tokens = sum(1 for ch in span.prompt_text or "" if ch == " ")
+
+
+async def test_a_large_batch_is_enriched_off_the_loop_and_the_loop_keeps_answering() -> None:
+    import asyncio
+    import time
+
+    pipeline = Pipeline([TextCounter()], [Sink()])
+    big = [LlmSpan("m", "p", prompt_text="word " * 400_000) for _ in range(4)]  # 8M chars
+    small = [LlmSpan("m", "p", prompt_text="a few words")]
+    worst = 0.0
+    task = asyncio.ensure_future(pipeline.submit(big))
+    while not task.done():
+        start = time.perf_counter()
+        await asyncio.sleep(0.01)
+        worst = max(worst, time.perf_counter() - start - 0.01)
+    await task
+    await pipeline.submit(small)
+    assert all(s.extra["thread"].startswith("llm-observe-proc") for s in big)
+    assert big[0].prompt_tokens == 400_000
+    assert small[0].extra["thread"] == "MainThread"  # small batches stay inline
+    assert worst < 0.1, f"the loop was held {worst * 1000:.0f} ms"
+    await pipeline.shutdown()

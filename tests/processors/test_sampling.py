@@ -32,3 +32,13 @@ def test_processor_marks_only_passing_spans_and_keeps_sender_choice() -> None:
     assert spans[0].is_sampled
     for s in spans[1:]:
         assert s.is_sampled is should_sample(s.span_id)
+
+
+def test_sender_flag_is_kept_and_a_sender_false_does_not_opt_out_of_the_gate() -> None:
+    ids = [f"id-{i}" for i in range(2000)]
+    flagged = [LlmSpan(model="m", provider="p", span_id=i, is_sampled=True) for i in ids]
+    unflagged = [LlmSpan(model="m", provider="p", span_id=i, is_sampled=False) for i in ids]
+    SamplingProcessor().process(flagged + unflagged)
+    assert all(s.is_sampled for s in flagged)
+    assert [s.is_sampled for s in unflagged] == [should_sample(i) for i in ids]
+    assert any(s.is_sampled for s in unflagged)

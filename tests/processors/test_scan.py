@@ -81,3 +81,12 @@ def test_runs_inside_a_processor_chain_over_a_batch(processor: ScanProcessor) ->
     chain.run(batch)
     assert [s.pii_detected for s in batch] == [False, True, False]
     assert chain.stats["scan"].spans == 3 and chain.stats["scan"].errors == 0
+
+
+def test_a_text_past_the_bound_is_scanned_on_its_prefix_and_the_span_says_so() -> None:
+    scan = ScanProcessor(Scanner(load_patterns()), max_text_chars=1_000)
+    early = LlmSpan("m", "p", prompt_text="mail bob@corp.io " + "x " * 2_000)
+    late = LlmSpan("m", "p", prompt_text="x " * 2_000 + "mail bob@corp.io")
+    scan.process([early, late])
+    assert early.pii_detected and not late.pii_detected
+    assert late.notes == ["prompt scan: scanned 1000 of 4016 characters"]

@@ -104,3 +104,18 @@ def test_runs_in_the_chain_on_a_mixed_batch_without_errors() -> None:
     assert chain.stats["tokens"].errors == 0
     assert [s.token_count_method for s in batch] == ["exact", None, "heuristic", None]
     assert all(not s.errors for s in batch)
+
+
+def test_a_text_past_the_bound_is_counted_on_its_prefix_and_extrapolated() -> None:
+    text = "The quick brown fox jumps over the lazy dog. " * 10_000  # 450,000 chars
+    exact = TokensProcessor()
+    whole = LlmSpan("gpt-4o", "openai", prompt_text=text)
+    exact.process([whole])  # the default bound (100,000) is below the text: extrapolated
+    bounded = TokensProcessor(max_text_chars=len(text) + 1)
+    reference = LlmSpan("gpt-4o", "openai", prompt_text=text)
+    bounded.process([reference])
+    assert reference.token_count_method == "exact" and reference.notes == []
+    assert whole.token_count_method == "heuristic"
+    assert abs(whole.prompt_tokens - reference.prompt_tokens) <= reference.prompt_tokens * 0.01
+    assert whole.notes == ["prompt tokens: counted 100000 of 450000 characters, "
+                           "rest extrapolated"]

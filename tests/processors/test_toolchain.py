@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from llm_observe.otlp.encode import transition_bytes
 from llm_observe.processors.toolchain import (
+    MAX_STEP_COST_USD_MICRO,
+    MAX_TRACE_COST_USD_MICRO,
     ToolchainProcessor,
     ToolChainTracker,
 )
@@ -64,3 +69,33 @@ def test_clear_forgets_one_or_all_chains() -> None:
         tracker.track(trace, 5)
     assert tracker.clear("a") == 1 and tracker.clear("a") == 0
     assert tracker.clear() == 1 and len(tracker) == 0
+
+
+def test_the_cumulative_cost_saturates_instead_of_overflowing_int64() -> None:
+    # 18,500 steps of $1B used to sum to 1.85e19 micro-USD: past int64, the forwarded
+    # llm_observe.trace_cost_usd_micro attribute could not be encoded.
+    tracker = ToolChainTracker()
+    for _ in range(18_500):
+        state = tracker.track("t", 10**15)
+    assert state is not None and state.cost_saturated
+    assert state.cumulative_cost_usd_micro == MAX_TRACE_COST_USD_MICRO < 2**53
+    span = call("t", "f" * 16, MAX_STEP_COST_USD_MICRO, "tool_calls")
+    ToolchainProcessor(tracker).process([span])
+    assert span.trace_cost_usd_micro == MAX_TRACE_COST_USD_MICRO
+    assert span.transition is not None
+    forwarded = Span.FromString(transition_bytes(span.transition))
+    (cost,) = [kv.value.int_value for kv in forwarded.attributes
+               if kv.key == "llm_observe.trace_cost_usd_micro"]
+    assert cost == MAX_TRACE_COST_USD_MICRO
+
+
+def test_costs_below_the_cap_add_exactly_and_nothing_negative_is_added() -> None:
+    tracker = ToolChainTracker()
+    tracker.track("t", MAX_TRACE_COST_USD_MICRO - 5)
+    tracker.track("t", -(10**12))  # no cost stage produces it; it must not lower the sum
+    state = tracker.track("t", 4)
+    assert state is not None and not state.cost_saturated
+    assert state.cumulative_cost_usd_micro == MAX_TRACE_COST_USD_MICRO - 1
+    state = tracker.track("t", 4)
+    assert state is not None and state.cost_saturated
+    assert state.as_dict()["cumulative_cost_usd_micro"] == MAX_TRACE_COST_USD_MICRO

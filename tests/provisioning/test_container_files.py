@@ -153,10 +153,11 @@ def test_compose_builds_and_mounts_only_existing_paths(name: str) -> None:
                 assert src in named, f"{name}: {svc_name} mounts undeclared volume {src}"
 
 
-def test_compose_publishes_the_spec_ports() -> None:
+def test_compose_publishes_the_spec_ports_on_loopback_only() -> None:
     (svc,) = _compose("compose.yaml")["services"].values()
     assert [p.split()[0] for p in svc["ports"]] == [
-        "8002:8000", "3002:3000", "4317:4317", "9090:9090", "9464:9464"]
+        f"127.0.0.1:{p}" for p in ("8002:8000", "3002:3000", "4317:4317", "9090:9090",
+                                   "9464:9464")]
     assert svc["image"].endswith(f":${{LLM_OBSERVE_TAG:-{launcher.DEFAULT_TAG}}}")
     assert f"llm-observe-data:{launcher.DATA_DIR}" in svc["volumes"]
     dev = _compose("compose.dev.yaml")["services"]

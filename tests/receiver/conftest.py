@@ -75,6 +75,7 @@ async def make_stack(sink: OtlpSink, *, max_message_bytes: int = 4 * MiB,
     forwarder = make_forwarder(sink.endpoint, registry, **forwarder_kw)
     collector = build_collector(settings or Settings(embedding_enabled=False), registry,
                                 exporters=[forwarder])
+    await collector.pipeline.start()  # as serve does: processors warm, exporters started
     receiver = await start_receiver(collector.pipeline, registry, "127.0.0.1", 0,
                                     max_message_bytes)
     return Stack(registry, collector, forwarder, receiver)

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-from llm_observe.collector.exporters.otlp_forwarder.forwarder import (
-    OtlpForwarder,
-    forwarder_from_settings,
-)
+from llm_observe.collector.exporters.otlp_forwarder.configure import forwarder_from_settings
+from llm_observe.collector.exporters.otlp_forwarder.forwarder import OtlpForwarder
 from llm_observe.collector.exporters.otlp_forwarder.retry import Backoff
 
 __all__ = ["Backoff", "OtlpForwarder", "forwarder_from_settings"]

@@ -11,6 +11,12 @@ it answers (only a permanent refusal drops a batch), and a full queue makes the 
 answer backpressure so senders retry. At shutdown a retry wait ends at once and what
 is left goes to the spool (or is counted as dropped).
 
+Write-ahead mode (``write_ahead``, needs ``spool_dir``): ``export`` returns only once the
+batch is fsynced in the spool (:mod:`.writeahead`, group commit); there is no memory
+queue, the workers send spool files and delete each once the backend took it, and the
+spool's byte bound is the room. A process killed at any moment loses no span it answered
+OK for: the next start sends the spool.
+
 Runs on the collector's event loop; the queue bound is soft by the requests in
 flight at the moment it fills (``has_room`` is asked before processing).
 """
@@ -21,20 +27,20 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
-from prometheus_client import CollectorRegistry
 
 from llm_observe.collector.exporters.otlp_forwarder.queue import SendBatch, SendQueue
 from llm_observe.collector.exporters.otlp_forwarder.retry import Backoff
 from llm_observe.collector.exporters.otlp_forwarder.sender import Interrupted, Sender
 from llm_observe.collector.exporters.otlp_forwarder.spool import Spool
-from llm_observe.collector.settings import Settings
+from llm_observe.collector.exporters.otlp_forwarder.writeahead import GroupCommit
 from llm_observe.otlp.encode import Encoder, Item
 from llm_observe.otlp.walk import Walked
-from llm_observe.pipeline import Batch
-from llm_observe.pipeline.selfmetrics import ForwarderMetrics, forwarder_metrics
+from llm_observe.pipeline import Backpressure, Batch, is_large
+from llm_observe.pipeline.selfmetrics import ForwarderMetrics
 from llm_observe.span import LlmSpan
 
 log = logging.getLogger(__name__)
@@ -54,16 +60,21 @@ class OtlpForwarder:
                  backoff: Backoff | None = None, workers: int = 2,
                  spool_dir: str | None = None, spool_max_bytes: int = 1024 * MiB,
                  redact_pii: bool = True, compression: grpc.Compression | None = None,
-                 headers: Sequence[tuple[str, str]] = ()) -> None:
+                 headers: Sequence[tuple[str, str]] = (), write_ahead: bool = False) -> None:
         self.endpoint = endpoint
         self.metrics = metrics
         self.max_spans, self.max_bytes = max_spans, max_bytes
         self.n_workers = workers
         self.encoder = Encoder(redact_pii=redact_pii, max_spans=batch_spans, max_bytes=batch_bytes)
+        self._encoding = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-encode")
         self.sender = Sender(endpoint, metrics, self.encoder, backoff=backoff or Backoff(),
                              timeout_s=timeout_s, compression=compression, headers=headers)
         self.spool = Spool(spool_dir, spool_max_bytes) if spool_dir else None
         self._queue = SendQueue(batch_spans, batch_bytes)
+        if write_ahead and self.spool is None:
+            raise ValueError("write_ahead needs spool_dir")
+        self._commit = (GroupCommit(self.spool, self._queue.cut)
+                        if write_ahead and self.spool is not None else None)
         self._inflight: set[SendBatch] = set()
         self._reading: set[Path] = set()  # spool files a worker is reading, not yet in flight
         self._spool_retry_at = 0.0  # monotonic time before which the spool is not tried
@@ -75,6 +86,8 @@ class OtlpForwarder:
 
     # --- Exporter protocol -------------------------------------------------------
     def has_room(self, n: int) -> bool:
+        if self._commit is not None:  # write-ahead: the spool is the queue
+            return self._spool_usable(self._commit.pending_bytes)
         return self._queue.room(n, self.max_spans, self.max_bytes) or self._spool_usable()
 
     async def start(self) -> None:
@@ -84,15 +97,26 @@ class OtlpForwarder:
 
     async def export(self, batch: Sequence[LlmSpan]) -> None:
         """Queue the batch's spans: its received request as it came in plus our
-        attributes, or spans built here (REST doors); transition spans beside."""
+        attributes, or spans built here (REST doors); transition spans beside. In
+        write-ahead mode, return once they are on disk (Backpressure if they cannot be)."""
         origin = batch.origin if isinstance(batch, Batch) else None
-        await self._admit(self.encoder.items(batch, origin if isinstance(origin, Walked)
-                                             else None))
+        received = origin if isinstance(origin, Walked) else None
+        if is_large(batch):  # copying and re-encoding a big request would hold the loop
+            items = await asyncio.get_running_loop().run_in_executor(
+                self._encoding, self.encoder.items, batch, received)
+        else:
+            items = self.encoder.items(batch, received)
+        if self._commit is not None:
+            await self._write_ahead(self._commit, items)
+        else:
+            await self._admit(items)
 
     async def shutdown(self, timeout: float) -> None:
         """Deliver what is queued within ``timeout`` s; spool (or count as dropped) the rest."""
         if self._closed:
             return
+        if self._commit is not None:
+            await self._commit.wait()  # written files are sent in the drain below
         self._closing = True
         self._wakeup.set()
         if self._workers:
@@ -111,6 +135,7 @@ class OtlpForwarder:
             await self._save_or_drop(leftover)
         self._update_gauges()
         await self.sender.close()
+        self._encoding.shutdown(wait=False)
 
     # --- introspection (tests, status) ---------------------------------------------
     @property
@@ -122,11 +147,22 @@ class OtlpForwarder:
         return self.spool.spans if self.spool is not None else 0
 
     # --- admission -----------------------------------------------------------------
-    def _spool_usable(self) -> bool:
+    def _spool_usable(self, pending: int = 0) -> bool:
         # After a failed write (disk full, read-only) the spool is left out for a while, so
         # backpressure holds instead of piling the overflow up in memory.
-        return (self.spool is not None and self.spool.has_room()
+        return (self.spool is not None and self.spool.has_room(pending)
                 and time.monotonic() >= self._spool_retry_at)
+
+    async def _write_ahead(self, commit: GroupCommit, items: list[Item]) -> None:
+        if not items:
+            return
+        self._ensure_started()
+        written = await commit.write(items)
+        self._update_gauges()
+        if not written:  # not taken: the sender retries; the spool is left out a while
+            self._spool_retry_at = time.monotonic() + SPOOL_RETRY_S
+            raise Backpressure(self.name)
+        self._wakeup.set()
 
     async def _admit(self, items: list[Item]) -> None:
         if not items:
@@ -191,17 +227,22 @@ class OtlpForwarder:
             except Interrupted:
                 return  # left in flight: shutdown spools it
             self._finish(batch, delivered, reason)
+            if batch.path is not None and self.spool is not None:  # an unlink can take ms
+                await asyncio.get_running_loop().run_in_executor(None, self.spool.delete,
+                                                                 batch.path)
 
     async def _next_batch(self) -> SendBatch | None:
         # Spool and memory take turns, so a long spool does not starve new spans.
+        # At shutdown the spool is left for the next run, but in write-ahead mode it is
+        # the queue: it is delivered until the drain times out, like memory otherwise.
         self._turn += 1
-        spool_first = self.spool is not None and len(self.spool) > 0 and self._turn % 2 == 0
-        if spool_first and not self._closing:
+        spool = self.spool if not self._closing or self._commit is not None else None
+        if spool is not None and len(spool) > 0 and self._turn % 2 == 0:
             batch = await self._take_spooled()
             if batch is not None:
                 return batch
         batch = self._queue.take()
-        if batch is None and self.spool is not None and not self._closing:
+        if batch is None and spool is not None:
             batch = await self._take_spooled()
         return batch
 
@@ -231,7 +272,7 @@ class OtlpForwarder:
         self._inflight.discard(batch)
         if batch.path is not None:
             assert self.spool is not None
-            self.spool.remove(batch.path)
+            self.spool.forget(batch.path)  # the worker deletes the file
         else:
             self._queue.release(batch)
         if delivered:
@@ -247,13 +288,3 @@ class OtlpForwarder:
         if self.spool is not None:
             m.spool_spans.set(self.spool.spans)
             m.spool_bytes.set(self.spool.bytes)
-
-
-def forwarder_from_settings(settings: Settings,
-                            registry: CollectorRegistry) -> OtlpForwarder | None:
-    """The forwarder configured by ``settings`` (None when ``tempo_endpoint`` is unset)."""
-    if not settings.tempo_endpoint:
-        return None
-    return OtlpForwarder(settings.tempo_endpoint, forwarder_metrics(registry),
-                         max_spans=settings.queue_max_spans, max_bytes=settings.queue_max_bytes,
-                         spool_dir=settings.spool_dir, redact_pii=settings.redact_pii)

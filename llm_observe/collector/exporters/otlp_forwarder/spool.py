@@ -2,9 +2,10 @@
 
 One file per batch, named ``<sequence>-<spans>.otlp``, holding the bytes of an
 ``ExportTraceServiceRequest`` (the forwarder's items concatenated). A file is
-written to a temporary name, fsynced and renamed, so a crash leaves either the
-whole batch or nothing; it is deleted only once the backend has taken it.
-Blocking file I/O: the forwarder calls these methods from an executor thread.
+written to a temporary name (``.tmp``, never read: removed at start), fsynced and
+renamed, then the directory is fsynced, so a crash leaves either the whole batch or
+nothing; it is deleted only once the backend has taken it. Blocking file I/O: the
+forwarder calls these methods from an executor thread.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -52,24 +54,42 @@ class Spool:
     def __len__(self) -> int:
         return len(self._files)
 
-    def has_room(self) -> bool:
-        return self.bytes < self.max_bytes
+    def has_room(self, pending: int = 0) -> bool:
+        """Whether more fits: ``pending`` bytes on their way in count as written. An empty
+        spool takes anything, so an oversized batch is not refused forever."""
+        return self.bytes + pending < self.max_bytes or not self._files
 
     def write(self, spans: int, data: bytes) -> Path:
         """Store one batch durably; returns its path. Raises OSError on I/O failure."""
+        return self.write_many([(spans, data)])[0]
+
+    def write_many(self, batches: Sequence[tuple[int, bytes]]) -> list[Path]:
+        """Store batches (spans, request bytes) durably, one file each, with one directory
+        fsync for all; returns their paths once every one is on disk. Raises OSError on
+        I/O failure: then none was written, or (a failed rename or directory sync, rarely)
+        some were and will be sent."""
         with self._lock:
-            seq = self._next
-            self._next += 1
-        path = self.directory / f"{seq:016d}-{spans}{SUFFIX}"
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        with self._lock:
-            self._add(path, spans, len(data))
-        return path
+            first = self._next
+            self._next += len(batches)
+        paths = [self.directory / f"{first + i:016d}-{spans}{SUFFIX}"
+                 for i, (spans, _) in enumerate(batches)]
+        tmps = [path.with_suffix(".tmp") for path in paths]
+        try:
+            for tmp, (_, data) in zip(tmps, batches, strict=True):
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            for tmp, path, (spans, data) in zip(tmps, paths, batches, strict=True):
+                os.replace(tmp, path)  # the whole batch appears at once, or not at all
+                with self._lock:
+                    self._add(path, spans, len(data))
+            _sync_directory(self.directory)  # the renames survive a power cut too
+        except OSError:
+            for tmp in tmps:
+                tmp.unlink(missing_ok=True)
+            raise
+        return paths
 
     def oldest(self, skip: set[Path]) -> tuple[Path, int] | None:
         """The oldest batch not in ``skip`` (those being sent): (path, spans)."""
@@ -83,10 +103,30 @@ class Spool:
         return path.read_bytes()
 
     def remove(self, path: Path) -> None:
-        """Forget a delivered (or permanently refused) batch."""
+        """Forget a delivered (or permanently refused) batch and delete its file."""
+        self.forget(path)
+        self.delete(path)
+
+    def delete(self, path: Path) -> None:
+        """Delete the file of a forgotten batch."""
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            log.warning("cannot delete the sent spool file %s: a restart sends it again", path)
+
+    def forget(self, path: Path) -> None:
+        """Drop a batch from the listing (no I/O: safe on the event loop); its file is
+        deleted by the caller. Never handed out by :meth:`oldest` again."""
         with self._lock:
             entry = self._files.pop(path, None)
             if entry is not None:
                 self.spans -= entry[0]
                 self.bytes -= entry[1]
-        path.unlink(missing_ok=True)
+
+
+def _sync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,168 @@
+"""The label sets of :class:`LlmMetrics`' families: created once, guarded, budgeted, cached.
+
+A *group* is one (model, provider, service_name) with its cached children. Every
+family's label sets are bounded by ``LabelLimits.label_sets`` (B), counted in units
+(:func:`label_units`: 1 per started 128 bytes of caller-given label values):
+
+- a new group takes ``2 * units`` from the group budget: ``llm_tokens_total`` has two
+  sets per group, so at most B/2 groups, and at most B/2 sets in ``llm_cost_usd_micro``,
+  both histograms, ``llm_observe_unpriced_spans``, ``llm_pii_detected``,
+  ``llm_injection_attempts``;
+- a new ``llm_spans_total`` or ``llm_finish_reason_total`` child takes its units from
+  that family's own budget of B.
+
+Past a budget the new group, or the new child, is counted under the *overflow group*
+(every label ``__overflow__``, exempt from the budget: at most 2 token, 6 span and 51
+finish-reason sets of its own): totals are kept, only the labels are lost, and each
+refusal counts in ``llm_observe_label_overflow_total{label="label_set"}`` (once per raw
+name triple while the raw-name cache has room). All of this runs only where a group or
+child is created, never on the per-span cached path. Event-loop thread only.
+
+The bound this gives the eight families, whatever the label values: at most 32·B lines
+(B/2 groups x 56 lines: histogram buckets, sums, counts and ``_created`` lines included;
+plus 2 lines per spans or finish-reason set) and 8 KiB·B bytes (128 bytes of fixed text
+per line plus at most 128 bytes of label values per unit). At the default B = 10,000:
+320,000 lines, 82 MB at worst; 270,000 lines and 29 MB for short names (measured).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from llm_observe.collector.exporters.labels import OVERFLOW, LabelBudget, LabelGuard, label_units
+from llm_observe.span import STATUSES, LlmSpan
+
+if TYPE_CHECKING:
+    from llm_observe.collector.exporters.prometheus import LlmMetrics
+
+BASE_LABELS = ("model", "provider", "service_name")
+OVERFLOW_KEY = (OVERFLOW, OVERFLOW, OVERFLOW)
+RAW_CACHE_MAX = 100_000  # raw (model, provider, service) names remembered: bounded too
+
+
+@dataclass(frozen=True, slots=True)
+class LabelLimits:
+    """Distinct values per label before they fold into ``__overflow__``; label sets per family."""
+
+    models: int = 500
+    providers: int = 100
+    services: int = 500
+    finish_reasons: int = 50
+    label_sets: int = 10_000  # Settings.max_label_sets
+
+    def validate(self) -> None:
+        for name in ("models", "providers", "services", "finish_reasons", "label_sets"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"label limit {name} must be >= 1")
+
+
+class Group:
+    """Cached label children for one (model, provider, service_name)."""
+
+    __slots__ = ("completion", "cost", "finish", "finish_sets", "injection", "key", "latency",
+                 "pii", "prompt", "spans", "spans_sets", "ttft", "unpriced")
+
+    def __init__(self, m: LlmMetrics, key: tuple[str, str, str]) -> None:
+        self.key = key
+        self.prompt = m.tokens.labels(*key, "prompt")
+        self.completion = m.tokens.labels(*key, "completion")
+        self.cost = m.cost.labels(*key)
+        self.latency = m.latency.labels(*key)
+        self.ttft = m.ttft.labels(*key)
+        self.pii = m.pii.labels(key[2])
+        self.injection = m.injection.labels(key[2])
+        self.unpriced = m.unpriced.labels(key[0], key[1])
+        # children by raw value (the cached path), and by exposed label values: the sets
+        # this group owns (two raw values may share one set, which is charged once)
+        self.finish: dict[str, Any] = {}
+        self.finish_sets: dict[str, Any] = {}
+        self.spans: dict[tuple[str, bool], Any] = {}
+        self.spans_sets: dict[tuple[str, str], Any] = {}
+
+
+class LabelSets:
+    """Finds or creates the group of a span and the children of a group, within the limits."""
+
+    def __init__(self, metrics: LlmMetrics, limits: LabelLimits) -> None:
+        self._m = metrics
+        self._model = LabelGuard(limits.models)
+        self._provider = LabelGuard(limits.providers)
+        self._service = LabelGuard(limits.services)
+        self._finish = LabelGuard(limits.finish_reasons)
+        self._group_budget = LabelBudget(limits.label_sets)
+        self._spans_budget = LabelBudget(limits.label_sets)
+        self._finish_budget = LabelBudget(limits.label_sets)
+        self._groups: dict[tuple[str, str, str], Group] = {}
+        self._by_raw: dict[tuple[str, str, str], Group] = {}
+        self._overflow_counters: dict[str, Any] = {}
+
+    def group(self, span: LlmSpan) -> Group:
+        """The span's group: cached by raw names; a new one is guarded and budgeted."""
+        raw = (span.model, span.provider, span.service_name)
+        group = self._by_raw.get(raw)
+        if group is not None:
+            return group
+        key = (self._guarded(self._model, "model", span.model),
+               self._guarded(self._provider, "provider", span.provider),
+               self._guarded(self._service, "service_name", span.service_name))
+        group = self._groups.get(key)
+        if group is None:
+            if key != OVERFLOW_KEY and self._group_budget.take(2 * label_units(*key)):
+                group = self._groups[key] = Group(self._m, key)
+            else:
+                group = self._overflow_group()
+                if key != OVERFLOW_KEY:
+                    self._overflowed("label_set")
+        if len(self._by_raw) < RAW_CACHE_MAX:
+            self._by_raw[raw] = group
+        return group
+
+    def finish_child(self, g: Group, reason: str) -> Any:
+        """The ``llm_finish_reason_total`` child of ``g`` for ``reason``, cached on ``g``."""
+        label = self._guarded(self._finish, "finish_reason", reason)
+        child = g.finish_sets.get(label)
+        if child is None:
+            if g.key == OVERFLOW_KEY or self._finish_budget.take(label_units(*g.key, label)):
+                child = g.finish_sets[label] = self._m.finish_reason.labels(*g.key, label)
+            else:
+                self._overflowed("label_set")
+                child = self.finish_child(self._overflow_group(), reason)
+        g.finish[reason] = child
+        return child
+
+    def spans_child(self, g: Group, skey: tuple[str, bool]) -> Any:
+        """The ``llm_spans_total`` child of ``g`` for (status, has retries), cached on ``g``."""
+        status = skey[0]
+        if status not in STATUSES:  # both doors allow only these; a library caller may not
+            status = OVERFLOW
+            self._overflowed("status")
+        labels = (status, "true" if skey[1] else "false")
+        child = g.spans_sets.get(labels)
+        if child is None:
+            if g.key == OVERFLOW_KEY or self._spans_budget.take(label_units(*g.key)):
+                child = g.spans_sets[labels] = self._m.spans.labels(*g.key, *labels)
+            else:
+                self._overflowed("label_set")
+                child = self.spans_child(self._overflow_group(), skey)
+        g.spans[skey] = child
+        return child
+
+    def _overflow_group(self) -> Group:
+        group = self._groups.get(OVERFLOW_KEY)
+        if group is None:  # exempt from the budget: it is where the refusals go
+            group = self._groups[OVERFLOW_KEY] = Group(self._m, OVERFLOW_KEY)
+        return group
+
+    def _guarded(self, guard: LabelGuard, label: str, value: str | None) -> str:
+        before = guard.overflowed
+        out = guard(value)
+        if guard.overflowed > before:
+            self._overflowed(label)
+        return out
+
+    def _overflowed(self, label: str) -> None:
+        counter = self._overflow_counters.get(label)
+        if counter is None:
+            counter = self._overflow_counters[label] = self._m.label_overflow.labels(label)
+        counter.inc()
