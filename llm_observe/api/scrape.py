@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import hmac
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
+from llm_observe.bearer import bearer_ok
 from llm_observe.collector.exporters.exposition import Exposition
 from llm_observe.errors import LlmObserveError
 
@@ -35,24 +35,9 @@ _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="llm-observe metrics"'}
 WRITE_SLICE = 256 * 1024
 
 
-def bearer_ok(header: bytes | None, token: bytes) -> bool:
-    """True if ``header`` is ``Bearer <token>``, compared in constant time, as bytes.
-
-    The header's bytes as received: any other bytes, UTF-8 or not, are a wrong token (401),
-    never an encoding error (500). The same rule as the REST API's (``api/auth.py``).
-    """
-    if not header:
-        return False
-    scheme, _, value = header.partition(b" ")
-    if scheme.lower() != b"bearer":
-        return False
-    return hmac.compare_digest(value.strip(), token)
-
-
-def _authorization(request: web.Request) -> bytes | None:
-    """The Authorization header's raw bytes; None if absent or sent more than once."""
-    values = [v for k, v in request.raw_headers if k.lower() == b"authorization"]
-    return values[0] if len(values) == 1 else None
+def _authorization(request: web.Request) -> list[bytes]:
+    """Every Authorization header's raw bytes (the rule wants exactly one)."""
+    return [v for k, v in request.raw_headers if k.lower() == b"authorization"]
 
 
 class PortInUse(LlmObserveError):

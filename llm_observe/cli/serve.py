@@ -24,6 +24,7 @@ from llm_observe.collector.logformat import configure as configure_logging
 
 log = logging.getLogger("llm_observe.serve")
 
+SWITCH_INTERVAL_S = 0.001
 EXIT_CONFIG = 2
 EXIT_RUNTIME = 1
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -125,6 +126,10 @@ async def _serve(collector: Any, args: argparse.Namespace) -> int:
     # triggered by one big request costs a pause in proportion to that request only.
     gc.collect()
     gc.freeze()
+    # Heavy work runs in threads (large batches, renders, embeddings); a thread holding the
+    # GIL hands it back to the loop after this long instead of CPython's 5 ms, so a
+    # request's few GIL hand-offs cost a few ms, not tens (bench.hostile).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     app = create_app(collector)
     # In-flight requests get a bounded grace at shutdown (aiohttp's default is 60 s).
     runner = web.AppRunner(app, access_log=None, handle_signals=False,

@@ -35,7 +35,7 @@ from llm_observe.errors import PermanentError
 from llm_observe.otlp.walk import RequestInvalid, Walked, count_spans, decode_request, walk
 from llm_observe.pipeline import Backpressure, Batch, Pipeline
 from llm_observe.pipeline.selfmetrics import ReceiverMetrics, receiver_metrics
-from llm_observe.receiver.auth import CHALLENGE, bearer_ok
+from llm_observe.receiver.auth import CHALLENGE, metadata_ok
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class TraceService:
 
     def refuse(self, context: Any) -> Answer | None:
         """UNAUTHENTICATED when a token is configured and the call lacks it, else None."""
-        if self.token is None or bearer_ok(context.invocation_metadata(), self.token):
+        if self.token is None or metadata_ok(context.invocation_metadata(), self.token):
             return None
         self.metrics.requests.labels("unauthenticated").inc()
         return Answer(grpc.StatusCode.UNAUTHENTICATED, CHALLENGE)
