@@ -82,6 +82,7 @@ def decode_request(data: bytes) -> Any:
 
 
 _services: dict[bytes, str] = {}
+MAX_CACHED_RESOURCE = 8192  # bytes; SDK resources are well under 1 KiB
 
 
 def service_name(resource: bytes) -> str:
@@ -98,9 +99,10 @@ def service_name(resource: bytes) -> str:
                 name = value.strip()[:256]
     except Exception:  # a broken resource names no service; the spans still count
         pass
-    if len(_services) >= 256:
-        _services.clear()
-    _services[resource] = name
+    if len(resource) <= MAX_CACHED_RESOURCE:  # a sender must not pin megabytes of keys
+        if len(_services) >= 256:
+            _services.clear()
+        _services[resource] = name
     return name
 
 

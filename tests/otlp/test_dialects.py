@@ -300,3 +300,18 @@ def test_chunk_events_past_the_sdks_event_limit_give_no_ttft_rather_than_a_wrong
         "gen_ai.request.model": "gpt-4o", "gen_ai.system": "openai"}, events=chunks[:50],
         duration_ms=4000)))
     assert few.latency_ms_ttft == 100
+
+
+def test_a_huge_resource_is_read_but_never_kept_in_the_cache() -> None:
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+
+    from llm_observe.otlp import walk
+    big = Resource(attributes=[KeyValue(key="service.name", value=AnyValue(string_value="svc")),
+                               KeyValue(key="pad", value=AnyValue(string_value="x" * 1_000_000))])
+    data = big.SerializeToString()
+    assert walk.service_name(data) == "svc"
+    assert data not in walk._services
+    small = Resource(attributes=[KeyValue(key="service.name",
+                                          value=AnyValue(string_value="svc"))]).SerializeToString()
+    assert walk.service_name(small) == "svc" and small in walk._services
