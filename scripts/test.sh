@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test command: lint, type-check, then the whole suite (real Prometheus,
-# Redis and gRPC servers are started by the tests on loopback).
+# Redis and gRPC servers are started by the tests on loopback). It runs in the
+# environment scripts/install.sh installed into: the active venv, else ./.venv
+# (PYTHON=... chooses the interpreter, as for install.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
-"$PYTHON" -m ruff check llm_observe tests bench scripts
-"$PYTHON" -m mypy
-"$PYTHON" -m pytest -q -p no:cacheprovider "$@"
+PY=$(bash scripts/install.sh --python)
+"$PY" -m ruff check llm_observe tests bench scripts
+"$PY" -m mypy
+"$PY" -m pytest -q -p no:cacheprovider "$@"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the wheel, installs it in a fresh venv outside the source tree and,
 # from there, counts tokens and prices a span with the packaged config files.
+# Builds with the interpreter scripts/install.sh installed into (it has `build`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
+PYTHON=$(bash scripts/install.sh --python)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$PYTHON" -m build --wheel --outdir "$work/dist" . >/dev/null
