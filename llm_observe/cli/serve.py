@@ -153,7 +153,7 @@ async def _serve(collector: Any, args: argparse.Namespace) -> int:
         if collector.embedder is not None:
             collector.embedder.start_warmup()  # background thread: the API answers 503 until ready
         if args.with_prometheus:
-            prometheus = _start_prometheus(settings, args.prometheus_port)
+            prometheus = await _start_prometheus(settings, args.prometheus_port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         signals = (signal.SIGTERM, signal.SIGINT)
@@ -165,7 +165,9 @@ async def _serve(collector: Any, args: argparse.Namespace) -> int:
 
         for sig in signals:
             loop.add_signal_handler(sig, on_signal)
-        _announce(settings, scrape, receiver, args)  # after the handlers: ready means stoppable
+        # after the handlers: ready means stoppable
+        _announce(settings, scrape, receiver,
+                  args.prometheus_port if prometheus is not None else None)
         await stop.wait()
         log.info("shutting down: stopping intake, draining the pipeline")
     finally:
@@ -190,32 +192,65 @@ async def _start_receiver(collector: Any) -> Any:
                     settings.otlp_port)
         return None
     host = settings.otlp_host or settings.host
+    reason = _bind_reason(host, settings.otlp_port)  # before gRPC logs its own C++ line
+    if reason is not None:
+        raise _StartupError(f"OTLP receiver cannot listen on {host}:{settings.otlp_port}: "
+                            f"{reason}")
     try:
         return await start_receiver(collector.pipeline, collector.registry, host,
                                     settings.otlp_port, settings.otlp_max_message_bytes,
                                     max_spans=settings.otlp_max_spans_per_request,
                                     token=settings.otlp_token)
     except OSError as exc:
-        raise _StartupError(str(exc) if exc.strerror is None else
-                            f"OTLP receiver cannot listen on {host}:{settings.otlp_port}: "
-                            f"{exc.strerror}") from None
+        raise _StartupError(f"OTLP receiver cannot listen on {host}:{settings.otlp_port}: "
+                            f"{exc.strerror or 'gRPC could not bind it'}") from None
 
 
-def _start_prometheus(settings: Any, ui_port: int) -> Any:
-    from llm_observe.provisioning.local_prometheus import start_local_prometheus
+def _bind_reason(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be bound (taken, no permission, no such address), as the OS
+    says it; None when it can or when the probe cannot tell (gRPC then tries itself)."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.create_server((host, port), family=family):
+            return None
+    except OSError as probe:
+        if probe.errno in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
+            return os.strerror(probe.errno).lower()
+        return None
+
+
+async def _start_prometheus(settings: Any, ui_port: int) -> Any:
+    """The local Prometheus, answering /-/ready; _StartupError (nothing left running) if not."""
+    import asyncio
+
+    from llm_observe.provisioning.local_prometheus import (
+        start_local_prometheus,
+        stop_local_prometheus,
+        wait_ready,
+    )
 
     data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     out = Path(data_home) / "llm-observe"
     host = settings.metrics_host or settings.host
     scrape_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     try:
-        return start_local_prometheus(out, settings.metrics_port, ui_port, scrape_host=scrape_host,
+        proc = start_local_prometheus(out, settings.metrics_port, ui_port,
+                                      scrape_host=scrape_host,
                                       metrics_token=settings.metrics_token)
-    except FileNotFoundError as exc:
-        raise _StartupError(str(exc)) from None
+    except OSError as exc:  # no binary, or the port is taken
+        raise _StartupError(exc.strerror or str(exc)) from None
+    try:
+        await asyncio.to_thread(wait_ready, ui_port, proc, 30.0)
+    except RuntimeError as exc:
+        stop_local_prometheus(proc)
+        raise _StartupError(f"{exc}; see {out / 'prometheus' / 'prometheus.log'}") from None
+    return proc
 
 
-def _announce(settings: Any, scrape: Any, receiver: Any, args: argparse.Namespace) -> None:
+def _announce(settings: Any, scrape: Any, receiver: Any, prometheus_port: int | None) -> None:
     parts = [f"API http://{settings.host}:{settings.port}/v1"]
     if scrape.running:
         parts.append(f"metrics http://{scrape.host}:{scrape.port}/metrics")
@@ -223,6 +258,6 @@ def _announce(settings: Any, scrape: Any, receiver: Any, args: argparse.Namespac
         parts.append("metrics not initialized (POST /v1/metrics/init)")
     if receiver is not None:
         parts.append(f"OTLP {settings.otlp_host or settings.host}:{receiver.port}")
-    if args.with_prometheus:
-        parts.append(f"prometheus http://127.0.0.1:{args.prometheus_port}")
+    if prometheus_port is not None:  # only once it answered /-/ready
+        parts.append(f"prometheus http://127.0.0.1:{prometheus_port}")
     print("llm-observe serve: ready: " + " | ".join(parts), flush=True)

@@ -7,7 +7,9 @@ process: stop it with :func:`stop_local_prometheus`.
 
 from __future__ import annotations
 
+import errno
 import shutil
+import socket
 import subprocess
 import time
 import urllib.error
@@ -25,6 +27,22 @@ def find_prometheus() -> str | None:
     return shutil.which("prometheus")
 
 
+def check_port_free(port: int, host: str = "127.0.0.1") -> None:
+    """OSError(EADDRINUSE) naming ``host:port`` when something already listens there.
+
+    Prometheus started on a taken port logs the clash to its own log and exits, which
+    nobody watching the collector's terminal would see.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Prometheus does
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise OSError(exc.errno or errno.EADDRINUSE,
+                          f"prometheus cannot listen on {host}:{port}: "
+                          f"{(exc.strerror or str(exc)).lower()}") from None
+
+
 def start_local_prometheus(out_dir: Path | str, scrape_port: int, ui_port: int, *,
                            scrape_interval: str = "5s", scrape_host: str = "127.0.0.1",
                            retention: str = "15d", binary: str | None = None,
@@ -33,13 +51,14 @@ def start_local_prometheus(out_dir: Path | str, scrape_port: int, ui_port: int, 
 
     It scrapes ``scrape_host:scrape_port/metrics`` every ``scrape_interval`` and keeps
     its TSDB in ``OUT/prometheus/data`` (log: ``OUT/prometheus/prometheus.log``).
-    Raises FileNotFoundError when no binary is found. Returns at once; use
-    :func:`wait_ready` to wait for the HTTP API.
+    Raises FileNotFoundError when no binary is found, OSError when ``ui_port`` is taken.
+    Returns at once; use :func:`wait_ready` to wait for the HTTP API.
     """
     exe = binary or find_prometheus()
     if exe is None:
         raise FileNotFoundError("no `prometheus` on PATH (Debian/Ubuntu: apt-get install "
                                 "prometheus; or download it from prometheus.io)")
+    check_port_free(ui_port)
     out = Path(out_dir)
     params = RenderParams.for_profile("native", metrics_host=scrape_host, metrics_port=scrape_port,
                                       prometheus_port=ui_port, scrape_interval=scrape_interval)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import secrets
 import sys
 from importlib.resources import files
 from pathlib import Path
@@ -118,6 +119,23 @@ def render_all(params: RenderParams, out_dir: Path, only: tuple[str, ...] | None
     return written
 
 
+def ensure_admin_password(params: RenderParams, out_dir: Path) -> tuple[Path, bool]:
+    """The Grafana admin password file grafana.ini reads; created (random, 0600) if absent.
+
+    Returns ``(path, created)``. An existing file is kept: Grafana stores the password in
+    its database at first start, and a new one would no longer match.
+    """
+    path = Path(params.paths(out_dir)["admin_password_file"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path, False
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(secrets.token_urlsafe(18))
+    return path, True
+
+
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     """Options of ``llm-observe render``."""
     d = RenderParams()
@@ -151,9 +169,25 @@ def run(args: argparse.Namespace) -> int:
             metrics_port=args.metrics_port, api_port=args.api_port, otlp_port=args.otlp_port,
             prometheus_port=args.prometheus_port, grafana_port=args.grafana_port,
             tempo_otlp_port=args.tempo_otlp_port, data_dir=args.data_dir, log_dir=args.log_dir)
+        if args.out.exists() and not args.out.is_dir():
+            print(f"llm-observe render: error: --out {args.out} is a file; give a directory "
+                  "(created when missing)", file=sys.stderr)
+            return 2
         written = render_all(params, args.out)
+        password = ensure_admin_password(params, args.out) if params.profile == "native" \
+            else None
     except ConfigError as exc:
         print(f"llm-observe render: {exc}", file=sys.stderr)
         return 2
-    print(f"rendered {len(written)} files into {args.out.resolve()} ({params.profile} profile)")
+    except OSError as exc:  # a path component is a file, no permission, disk full
+        print(f"llm-observe render: error: cannot write into {args.out}: "
+              f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else ""),
+              file=sys.stderr)
+        return 2
+    line = f"rendered {len(written)} files into {args.out.resolve()} ({params.profile} profile)"
+    if password is not None:
+        path, created = password
+        verb = "generated in" if created else "kept in"
+        line += f"; Grafana admin password {verb} {path.resolve()}"
+    print(line)
     return 0

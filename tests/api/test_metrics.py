@@ -256,3 +256,65 @@ async def test_once_shutdown_begins_records_are_503_shutting_down(api: Any) -> N
     resp = await api.post("/v1/metrics/record", json=SPAN)
     assert resp.status == 503
     assert (await resp.json())["error"]["code"] == "shutting_down"
+
+
+async def test_typo_field_and_unknown_provider_are_recorded_but_named(
+        api: Any, caplog: pytest.LogCaptureFixture) -> None:
+    record = {"model": "gpt-4o", "provider": "opnai", "promt_tokens": 1200}
+    with caplog.at_level("WARNING", logger="llm_observe.api.metrics"):
+        for _ in range(3):
+            resp = await api.post("/v1/metrics/record", json=record)
+            assert resp.status == 200  # clients that send extra fields keep working
+    body = await resp.json()
+    assert body["recorded"] is True
+    by_field = {w["field"]: w["message"] for w in body["warnings"]}
+    assert "did you mean 'prompt_tokens'?" in by_field["promt_tokens"]
+    assert "unknown provider 'opnai'" in by_field["provider"]
+    assert "did you mean 'openai'?" in by_field["provider"]
+    logged = [r.getMessage() for r in caplog.records]
+    # one line per distinct warning, not one per request
+    assert sum("promt_tokens" in m for m in logged) == 1
+    assert sum("'opnai'" in m for m in logged) == 1
+
+
+async def test_a_clean_record_has_no_warnings(api: Any) -> None:
+    body = await (await api.post("/v1/metrics/record",
+                                 json={**SPAN, "provider": "OpenAI"})).json()
+    assert body["warnings"] == []  # aliases and case are known spellings
+
+
+async def test_batch_warnings_are_per_index(api: Any) -> None:
+    resp = await api.post("/v1/metrics/record-batch", json={"spans": [
+        {"model": "gpt-4o", "provider": "openai", "prompt_tokens": 10},
+        {"model": "gpt-4o", "provider": "anthropc", "prompt_tokens": 10},
+        {"model": "gpt-4o", "providr": "openai"},
+    ]})
+    assert resp.status == 200
+    body = await resp.json()
+    assert body["recorded_count"] == 2
+    warned = {w["index"]: w["warnings"] for w in body["warnings"]}
+    assert set(warned) == {1, 2}
+    assert "did you mean 'anthropic'?" in warned[1][0]["message"]
+    # the rejected span (provider is required) learns why: the key was misspelt
+    assert warned[2][0]["field"] == "providr"
+    assert "did you mean 'provider'?" in warned[2][0]["message"]
+
+
+def test_known_fields_are_the_contract_span_record() -> None:
+    from importlib import resources
+
+    import yaml
+
+    from llm_observe.api.metrics import RECORD_FIELDS
+
+    doc = yaml.safe_load((resources.files("llm_observe.api") / "contracts" / "v1.yaml")
+                         .read_text())
+    assert set(doc["components"]["schemas"]["SpanRecord"]["properties"]) == RECORD_FIELDS
+
+
+async def test_a_422_caused_by_a_misspelt_key_says_so(api: Any) -> None:
+    resp = await api.post("/v1/metrics/record", json={"model": "gpt-4o", "providr": "openai"})
+    assert resp.status == 422
+    body = await resp.json()
+    assert "did you mean 'provider'?" in body["error"]["message"]
+    assert body["error"]["details"] == [{"field": "provider", "message": "is required"}]

@@ -87,7 +87,8 @@ def test_render_prints_one_line_and_rejects_a_bad_option(tmp_path: Path,
                                                          ) -> None:
     assert run_render("--out", str(tmp_path), "--scrape-interval", "2s") == 0
     assert capsys.readouterr().out.strip() == (
-        f"rendered {len(OUTPUTS)} files into {tmp_path.resolve()} (native profile)")
+        f"rendered {len(OUTPUTS)} files into {tmp_path.resolve()} (native profile); Grafana "
+        f"admin password generated in {tmp_path.resolve() / 'data' / 'grafana' / 'admin-password'}")
     assert "scrape_interval: 2s" in (tmp_path / "prometheus/prometheus.yml").read_text()
     assert run_render("--out", str(tmp_path / "x"), "--grafana-port", "70000") == 2
     assert "grafana_port: must be a port" in capsys.readouterr().err
@@ -250,3 +251,29 @@ def test_grafana_uses_wal_and_no_default_password(container: Path) -> None:
     assert ini["server"]["http_port"] == "3000" and ini["server"]["http_addr"] == "0.0.0.0"
     assert ini["paths"]["provisioning"] == str(container.resolve() / "grafana/provisioning")
     assert ini["users"]["allow_sign_up"] == "false"
+
+
+def test_out_that_is_a_file_is_one_line_exit_2(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n")
+    assert run_render("--out", str(a_file)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a file" in err and str(a_file) in err
+    assert a_file.read_text() == "mine\n"
+
+
+def test_native_render_creates_the_admin_password_grafana_reads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "prov"
+    assert run_render("--out", str(out)) == 0
+    ini = configparser.ConfigParser(interpolation=None)
+    ini.read(out / "grafana" / "grafana.ini")
+    reference = ini["security"]["admin_password"]
+    path = Path(re.fullmatch(r"\$__file\{(.+)\}", reference).group(1))  # type: ignore[union-attr]
+    assert path.is_file() and (path.stat().st_mode & 0o777) == 0o600
+    password = path.read_text()
+    assert len(password) >= 16
+    assert str(path) in capsys.readouterr().out  # the user is told where it is
+    assert run_render("--out", str(out)) == 0
+    assert path.read_text() == password  # Grafana keeps the first one in its database
