@@ -55,7 +55,8 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     registry = registry if registry is not None else CollectorRegistry()
     metrics = LlmMetrics(registry, LabelLimits(models=settings.max_models,
                                                services=settings.max_services,
-                                               label_sets=settings.max_label_sets))
+                                               label_sets=settings.max_label_sets),
+                         genai=settings.genai_metrics)
     tracker = ToolChainTracker()
     embedder = _embedder(settings)
     cost = CostProcessor(price_table)

@@ -70,6 +70,8 @@ class Settings:
     max_models: int = 500
     max_services: int = 500
     max_label_sets: int = 10_000
+    # the OTel GenAI client histograms (gen_ai_client_*) beside the llm_* series
+    genai_metrics: bool = True
     # text bounds: characters of one prompt/completion that are token-counted exactly
     # and scanned; past them the count is extrapolated (heuristic) and the span says so
     max_text_chars: int = 100_000

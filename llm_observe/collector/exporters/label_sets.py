@@ -30,7 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from llm_observe.collector.exporters.genai import OPERATION, OTHER_ERROR, GenAiSet
 from llm_observe.collector.exporters.labels import OVERFLOW, LabelBudget, LabelGuard, label_units
+from llm_observe.providers.registry import semconv_provider
 from llm_observe.span import STATUSES, LlmSpan
 
 if TYPE_CHECKING:
@@ -49,10 +51,12 @@ class LabelLimits:
     providers: int = 100
     services: int = 500
     finish_reasons: int = 50
+    error_types: int = 50
     label_sets: int = 10_000  # Settings.max_label_sets
 
     def validate(self) -> None:
-        for name in ("models", "providers", "services", "finish_reasons", "label_sets"):
+        for name in ("models", "providers", "services", "finish_reasons", "error_types",
+                     "label_sets"):
             if getattr(self, name) < 1:
                 raise ValueError(f"label limit {name} must be >= 1")
 
@@ -60,8 +64,8 @@ class LabelLimits:
 class Group:
     """Cached label children for one (model, provider, service_name)."""
 
-    __slots__ = ("completion", "cost", "finish", "finish_sets", "injection", "key", "latency",
-                 "pii", "prompt", "spans", "spans_sets", "ttft", "unpriced")
+    __slots__ = ("completion", "cost", "finish", "finish_sets", "genai", "injection", "key",
+                 "latency", "pii", "prompt", "spans", "spans_sets", "ttft", "unpriced")
 
     def __init__(self, m: LlmMetrics, key: tuple[str, str, str]) -> None:
         self.key = key
@@ -79,6 +83,7 @@ class Group:
         self.finish_sets: dict[str, Any] = {}
         self.spans: dict[tuple[str, bool], Any] = {}
         self.spans_sets: dict[tuple[str, str], Any] = {}
+        self.genai: dict[Any, GenAiSet] = {}  # by GenAI tally key (see LlmMetrics.record)
 
 
 class LabelSets:
@@ -93,6 +98,9 @@ class LabelSets:
         self._group_budget = LabelBudget(limits.label_sets)
         self._spans_budget = LabelBudget(limits.label_sets)
         self._finish_budget = LabelBudget(limits.label_sets)
+        self._error = LabelGuard(limits.error_types)
+        self._genai_budget = LabelBudget(limits.label_sets)
+        self._genai_sets: dict[tuple[str, str, str, str, str], GenAiSet] = {}
         self._groups: dict[tuple[str, str, str], Group] = {}
         self._by_raw: dict[tuple[str, str, str], Group] = {}
         self._overflow_counters: dict[str, Any] = {}
@@ -147,6 +155,40 @@ class LabelSets:
                 child = self.spans_child(self._overflow_group(), skey)
         g.spans[skey] = child
         return child
+
+    def genai_set(self, g: Group, k: Any) -> GenAiSet:
+        """The GenAI children of ``g`` for tally key ``k``, cached on ``g``.
+
+        ``k`` is the span's ``actual_model`` (success) or (``actual_model``, ``error_type``)
+        (error). A new exposed label set takes ``2 * units`` from the GenAI budget of B (the
+        token histogram has two sets per label set), like a group; past it the set folds
+        into the all-``__overflow__`` one (two at most: with and without an error type),
+        counted in ``llm_observe_label_overflow_total{label="genai_label_set"}``.
+        """
+        actual, err = (k[0], self._guarded(self._error, "error_type", k[1] or OTHER_ERROR)) \
+            if isinstance(k, tuple) else (k, "")
+        response = self._guarded(self._model, "model", actual) if actual else g.key[0]
+        labels = (OPERATION, semconv_provider(g.key[1]), g.key[0], response)
+        key = (*labels, err)
+        s = self._genai_sets.get(key)
+        if s is None:
+            exempt = labels[1:] == (OVERFLOW, OVERFLOW, OVERFLOW) and err in ("", OVERFLOW)
+            if exempt or self._genai_budget.take(2 * label_units(*labels[1:], err)):
+                s = self._genai_sets[key] = GenAiSet(self._genai(), labels, err)
+            else:
+                self._overflowed("genai_label_set")
+                over = (OPERATION, OVERFLOW, OVERFLOW, OVERFLOW, OVERFLOW if err else "")
+                s = self._genai_sets.get(over)
+                if s is None:
+                    s = self._genai_sets[over] = GenAiSet(self._genai(), over[:4], over[4])
+        g.genai[k] = s
+        return s
+
+    def _genai(self) -> Any:
+        genai = self._m.genai
+        if genai is None:
+            raise RuntimeError("GenAI metrics are off")
+        return genai
 
     def _overflow_group(self) -> Group:
         group = self._groups.get(OVERFLOW_KEY)

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from llm_observe.collector.exporters.genai import GenAiMetrics, GenAiTally, observe_batch
 from llm_observe.collector.exporters.label_sets import BASE_LABELS, Group, LabelLimits, LabelSets
+from llm_observe.semconv import STATUS_ERROR
 from llm_observe.span import LlmSpan
 
 __all__ = ["LATENCY_BUCKETS_MS", "TTFT_BUCKETS_MS", "LabelLimits", "LlmMetrics",
@@ -53,7 +54,8 @@ class LlmMetrics:
     """The metric families on one registry (tests get a fresh registry each)."""
 
     def __init__(self, registry: CollectorRegistry | None = None,
-                 limits: LabelLimits | None = None, *, batch_buckets: bool = True) -> None:
+                 limits: LabelLimits | None = None, *, batch_buckets: bool = True,
+                 genai: bool = True) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.batch_buckets = batch_buckets  # False: observe() per value (bench baseline)
         limits = limits or LabelLimits()
@@ -82,6 +84,8 @@ class LlmMetrics:
         self.label_overflow = Counter("llm_observe_label_overflow",
                                       "Label values and label sets folded into __overflow__",
                                       ["label"], registry=r)
+        # the OTel GenAI client histograms (genai.py); None when Settings.genai_metrics is off
+        self.genai = GenAiMetrics(r) if genai else None
         self.sets = LabelSets(self, limits)
 
     def record(self, batch: Sequence[LlmSpan]) -> None:
@@ -92,6 +96,7 @@ class LlmMetrics:
         """
         tallies: dict[Group, _Tally] = {}
         group = self.sets.group
+        genai = self.genai is not None
         for span in batch:
             g = group(span)
             t = tallies.get(g)
@@ -113,6 +118,18 @@ class LlmMetrics:
                 t.finish[span.finish_reason] = t.finish.get(span.finish_reason, 0) + 1
             skey = (span.status, span.retry_count > 0)
             t.spans[skey] = t.spans.get(skey, 0) + 1
+            if genai:  # keyed by response model, plus error type on errors
+                k: object = span.actual_model if span.status != STATUS_ERROR \
+                    else (span.actual_model, span.error_type)
+                o = t.genai.get(k)
+                if o is None:
+                    o = t.genai[k] = GenAiTally()
+                o.input.append(span.prompt_tokens)
+                o.output.append(span.completion_tokens)
+                if span.latency_ms_total is not None:
+                    o.duration_ms.append(span.latency_ms_total)
+                if span.latency_ms_ttft is not None:
+                    o.ttft_ms.append(span.latency_ms_ttft)
         for g, t in tallies.items():
             self._flush(g, t)
 
@@ -134,6 +151,11 @@ class LlmMetrics:
             if child is None:
                 child = self.sets.spans_child(g, skey)
             child.inc(n)
+        for k, o in t.genai.items():
+            s = g.genai.get(k)
+            if s is None:
+                s = self.sets.genai_set(g, k)
+            o.flush(s, self.batch_buckets)
 
 
 class _Observations:
@@ -150,35 +172,18 @@ class _Observations:
     def flush(self, child: Any, batched: bool = True) -> None:
         """Add the batch to a histogram child as one update per touched bucket.
 
-        The one place that writes prometheus_client's internals: the child's per-bucket
-        values (non-cumulative counts in ``_buckets`` aligned with ``_upper_bounds``, the
-        layout of every release since 0.4). Measured reason (``bench.processors``,
-        ``metric_updates_batched_vs_public_observe``): public ``observe()`` per value
-        takes a lock and a bisect per call. A client without that layout, or
-        ``batched=False``, gets plain ``observe`` calls: the same exposition.
+        Measured reason (``bench.processors``, ``metric_updates_batched_vs_public_observe``):
+        public ``observe()`` per value takes a lock and a bisect per call. How, and the
+        fallback to plain ``observe`` calls: :func:`genai.observe_batch`.
         """
-        if not self.values:
-            return
-        buckets = getattr(child, "_buckets", None)
-        bounds = getattr(child, "_upper_bounds", None)
-        if not batched or buckets is None or bounds is None or len(buckets) != len(bounds):
-            for value in self.values:
-                child.observe(value)
-            return
-        counts: dict[int, int] = {}
-        for value in self.values:
-            i = bisect_left(bounds, value)  # first bound >= value: observe()'s "amount <= bound"
-            counts[i] = counts.get(i, 0) + 1
-        child._sum.inc(sum(self.values))
-        for i, n in counts.items():
-            buckets[i].inc(n)
+        observe_batch(child, self.values, batched)
 
 
 class _Tally:
     """One label group's sums over a batch."""
 
-    __slots__ = ("completion", "cost", "finish", "injection", "latency", "pii", "prompt",
-                 "spans", "ttft", "unpriced")
+    __slots__ = ("completion", "cost", "finish", "genai", "injection", "latency", "pii",
+                 "prompt", "spans", "ttft", "unpriced")
 
     def __init__(self) -> None:
         self.prompt = self.completion = self.cost = self.unpriced = 0
@@ -187,6 +192,7 @@ class _Tally:
         self.ttft = _Observations()
         self.finish: dict[str, int] = {}
         self.spans: dict[tuple[str, bool], int] = {}
+        self.genai: dict[object, GenAiTally] = {}
 
 
 class PrometheusExporter:
