@@ -2,7 +2,7 @@
 
 Followed: open-telemetry/semantic-conventions ``docs/gen-ai/gen-ai-metrics.md`` (the
 release with ``gen_ai.provider.name`` and ``gen_ai.client.operation.time_to_first_chunk``,
-v1.38.0), exposed per the OTel "Prometheus and OpenMetrics Compatibility" spec
+tag not verified offline), exposed per the OTel "Prometheus and OpenMetrics Compatibility" spec
 (specification/compatibility/prometheus_and_openmetrics.md): dots become underscores in
 metric and label names, the unit ``s`` appends ``_seconds``, an annotation unit in braces
 (``{token}``) is dropped.

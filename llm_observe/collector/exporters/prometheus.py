@@ -124,8 +124,11 @@ class LlmMetrics:
                 o = t.genai.get(k)
                 if o is None:
                     o = t.genai[k] = GenAiTally()
-                o.input.append(span.prompt_tokens)
-                o.output.append(span.completion_tokens)
+                # 0 is what a span without a reported count carries: no usage to observe
+                if span.prompt_tokens:
+                    o.input.append(span.prompt_tokens)
+                if span.completion_tokens:
+                    o.output.append(span.completion_tokens)
                 if span.latency_ms_total is not None:
                     o.duration_ms.append(span.latency_ms_total)
                 if span.latency_ms_ttft is not None:
