@@ -76,17 +76,26 @@ def run(args: argparse.Namespace) -> int:
             host=args.host, port=args.port, metrics_port=args.metrics_port,
             otlp_port=args.otlp_port, config_dir=args.config_dir,
             metrics_init=False if args.no_metrics_init else None)
+        alerts = _alert_params(settings) if args.with_prometheus else None
         collector = _build(settings)
     except ConfigError as exc:
         return _fail(str(exc), EXIT_CONFIG)
     try:
-        return asyncio.run(_serve(collector, args))
+        return asyncio.run(_serve(collector, args, alerts))
     except _StartupError as exc:
         return _fail(str(exc), EXIT_RUNTIME)
 
 
 class _StartupError(Exception):
     """A listener could not start (port taken, address not available)."""
+
+
+def _alert_params(settings: Any) -> Any:
+    """Thresholds of --with-prometheus's alert rules: CONFIG_DIR/alerts.yaml when present."""
+    from llm_observe.provisioning.alerts import ALERTS_FILE, load_alert_params
+
+    path = settings.config_file(ALERTS_FILE)
+    return load_alert_params(path if path is not None and Path(path).exists() else None)
 
 
 def _build(settings: Any) -> Any:
@@ -109,7 +118,7 @@ def _build(settings: Any) -> Any:
     return build_collector(settings, registry=registry, exporters=exporters)
 
 
-async def _serve(collector: Any, args: argparse.Namespace) -> int:
+async def _serve(collector: Any, args: argparse.Namespace, alerts: Any) -> int:
     import asyncio
     import signal
 
@@ -153,7 +162,7 @@ async def _serve(collector: Any, args: argparse.Namespace) -> int:
         if collector.embedder is not None:
             collector.embedder.start_warmup()  # background thread: the API answers 503 until ready
         if args.with_prometheus:
-            prometheus = await _start_prometheus(settings, args.prometheus_port)
+            prometheus = await _start_prometheus(settings, args.prometheus_port, alerts)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         signals = (signal.SIGTERM, signal.SIGINT)
@@ -222,7 +231,7 @@ def _bind_reason(host: str, port: int) -> str | None:
         return None
 
 
-async def _start_prometheus(settings: Any, ui_port: int) -> Any:
+async def _start_prometheus(settings: Any, ui_port: int, alerts: Any) -> Any:
     """The local Prometheus, answering /-/ready; _StartupError (nothing left running) if not."""
     import asyncio
 
@@ -239,7 +248,7 @@ async def _start_prometheus(settings: Any, ui_port: int) -> Any:
     try:
         proc = start_local_prometheus(out, settings.metrics_port, ui_port,
                                       scrape_host=scrape_host,
-                                      metrics_token=settings.metrics_token)
+                                      metrics_token=settings.metrics_token, alerts=alerts)
     except OSError as exc:  # no binary, or the port is taken
         raise _StartupError(exc.strerror or str(exc)) from None
     try:

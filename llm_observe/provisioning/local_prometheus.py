@@ -16,10 +16,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from llm_observe.provisioning.alerts import AlertParams
 from llm_observe.provisioning.params import RenderParams
 from llm_observe.provisioning.render import render_all
 
 CONFIG = "prometheus/prometheus.yml"
+RULES = "prometheus/alerts.yml"
 
 
 def find_prometheus() -> str | None:
@@ -46,8 +48,10 @@ def check_port_free(port: int, host: str = "127.0.0.1") -> None:
 def start_local_prometheus(out_dir: Path | str, scrape_port: int, ui_port: int, *,
                            scrape_interval: str = "5s", scrape_host: str = "127.0.0.1",
                            retention: str = "15d", binary: str | None = None,
-                           metrics_token: str | None = None) -> subprocess.Popen[bytes]:
-    """Render ``OUT/prometheus/prometheus.yml`` and start Prometheus on 127.0.0.1:``ui_port``.
+                           metrics_token: str | None = None,
+                           alerts: AlertParams | None = None) -> subprocess.Popen[bytes]:
+    """Render ``OUT/prometheus/prometheus.yml`` (+ ``alerts.yml``, thresholds ``alerts``) and
+    start Prometheus on 127.0.0.1:``ui_port``.
 
     It scrapes ``scrape_host:scrape_port/metrics`` every ``scrape_interval`` and keeps
     its TSDB in ``OUT/prometheus/data`` (log: ``OUT/prometheus/prometheus.log``).
@@ -61,8 +65,9 @@ def start_local_prometheus(out_dir: Path | str, scrape_port: int, ui_port: int, 
     check_port_free(ui_port)
     out = Path(out_dir)
     params = RenderParams.for_profile("native", metrics_host=scrape_host, metrics_port=scrape_port,
-                                      prometheus_port=ui_port, scrape_interval=scrape_interval)
-    (config,) = render_all(params, out, only=(CONFIG,), metrics_token=metrics_token)
+                                      prometheus_port=ui_port, scrape_interval=scrape_interval,
+                                      alerts=alerts)
+    config, _ = render_all(params, out, only=(CONFIG, RULES), metrics_token=metrics_token)
     data = out / "prometheus" / "data"
     data.mkdir(parents=True, exist_ok=True)
     cmd = [exe, f"--config.file={config}", f"--storage.tsdb.path={data}",

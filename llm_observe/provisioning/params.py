@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from llm_observe.errors import ConfigError
+from llm_observe.provisioning.alerts import AlertParams
 
 PROFILES = ("native", "container")
 _DURATION = re.compile(r"^[1-9][0-9]*(ms|s|m|h)$")
@@ -69,6 +70,8 @@ class RenderParams:
     # state and logs (None = under the output directory)
     data_dir: str | None = None
     log_dir: str | None = None
+    # thresholds and for: durations of prometheus/alerts.yml
+    alerts: AlertParams = field(default_factory=AlertParams)
 
     @classmethod
     def for_profile(cls, profile: str, **overrides: Any) -> RenderParams:
@@ -96,6 +99,7 @@ class RenderParams:
             _check(bool(_DURATION.match(getattr(self, name))), name,
                    "must be a duration like 5s, 500ms, 1m or 168h")
         _check(self.dashboard_reload_seconds >= 1, "dashboard_reload_seconds", "must be >= 1")
+        self.alerts.validate()
         return self
 
     def scrape_timeout(self) -> str:

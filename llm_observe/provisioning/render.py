@@ -4,12 +4,13 @@ Layout written under DIR (the container renders into /etc/llm-observe/provisioni
 at every start, so a new image brings new dashboards)::
 
     prometheus/prometheus.yml         scrape config for the collector's /metrics
+    prometheus/alerts.yml             alert rules (thresholds: AlertParams, docs/alerts.md)
     tempo/tempo.yaml                  trace backend (OTLP gRPC in on loopback, local storage)
     loki/loki.yaml, alloy/config.alloy   logs: Alloy tails the collector's log into Loki
     collector/collector.env           the collector's own settings (LLM_OBSERVE_* lines)
     grafana/grafana.ini               Grafana server settings (WAL, no default password)
     grafana/provisioning/...          datasources + dashboard provider
-    grafana/dashboards/*.json         the four dashboards of spec 2.7
+    grafana/dashboards/*.json         the four dashboards of spec 2.7 + the GenAI-metrics one
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from llm_observe.errors import ConfigError
 from llm_observe.provisioning import links
+from llm_observe.provisioning.alerts import load_alert_params
 from llm_observe.provisioning.params import (
     FOLDER,
     LOG_JOB,
@@ -38,6 +40,7 @@ from llm_observe.provisioning.params import (
 # template (relative to templates/) -> output file (relative to --out)
 OUTPUTS: tuple[tuple[str, str], ...] = (
     ("prometheus/prometheus.yml.j2", "prometheus/prometheus.yml"),
+    ("prometheus/alerts.yml.j2", "prometheus/alerts.yml"),
     ("tempo/tempo.yaml.j2", "tempo/tempo.yaml"),
     ("loki/loki.yaml.j2", "loki/loki.yaml"),
     ("alloy/config.alloy.j2", "alloy/config.alloy"),
@@ -61,6 +64,7 @@ DASHBOARD_FILES = tuple(out for _, out in OUTPUTS if out.startswith("grafana/das
 def template_context(params: RenderParams, out_dir: Path) -> dict[str, Any]:
     """Everything a template may reference: the params, derived paths, UIDs and links."""
     context: dict[str, Any] = {f: getattr(params, f) for f in params.__dataclass_fields__}
+    context["a"] = params.alerts
     context.update(params.paths(out_dir))
     context.update(
         scrape_timeout=params.scrape_timeout(),
@@ -159,6 +163,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                                            "/var/lib/llm-observe)")
     parser.add_argument("--log-dir", help="log directory (default: OUT/logs, container: "
                                           "/var/log/llm-observe)")
+    parser.add_argument("--alerts", type=Path, metavar="FILE",
+                        help="YAML of alert thresholds (docs/alerts.md; default: built-in)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -168,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
             args.profile, scrape_interval=args.scrape_interval, metrics_host=args.metrics_host,
             metrics_port=args.metrics_port, api_port=args.api_port, otlp_port=args.otlp_port,
             prometheus_port=args.prometheus_port, grafana_port=args.grafana_port,
-            tempo_otlp_port=args.tempo_otlp_port, data_dir=args.data_dir, log_dir=args.log_dir)
+            tempo_otlp_port=args.tempo_otlp_port, data_dir=args.data_dir, log_dir=args.log_dir,
+            alerts=load_alert_params(args.alerts) if args.alerts else None)
         if args.out.exists() and not args.out.is_dir():
             print(f"llm-observe render: error: --out {args.out} is a file; give a directory "
                   "(created when missing)", file=sys.stderr)
