@@ -26,7 +26,8 @@ if [ ! -s "$PASSWORD_FILE" ]; then
 fi
 
 llm-observe render --profile container --out "$PROV" --data-dir "$DATA" --log-dir "$LOGS" \
-    ${LLM_OBSERVE_SCRAPE_INTERVAL:+--scrape-interval "$LLM_OBSERVE_SCRAPE_INTERVAL"}
+    ${LLM_OBSERVE_SCRAPE_INTERVAL:+--scrape-interval "$LLM_OBSERVE_SCRAPE_INTERVAL"} \
+    ${LLM_OBSERVE_ALERTS_FILE:+--alerts "$LLM_OBSERVE_ALERTS_FILE"}
 
 while IFS='=' read -r key value; do
     case "$key" in ''|'#'*) continue ;; esac

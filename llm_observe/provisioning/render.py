@@ -55,6 +55,7 @@ OUTPUTS: tuple[tuple[str, str], ...] = (
     ("grafana/dashboards/llm-error-retry.json.j2", "grafana/dashboards/llm-error-retry.json"),
     ("grafana/dashboards/llm-security-safety.json.j2",
      "grafana/dashboards/llm-security-safety.json"),
+    ("grafana/dashboards/llm-genai-semconv.json.j2", "grafana/dashboards/llm-genai-semconv.json"),
 )
 # Grafana logs an error for each provisioning folder it cannot read; create them empty.
 EMPTY_DIRS = ("grafana/provisioning/plugins", "grafana/provisioning/alerting")

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from llm_observe.provisioning.alerts import AlertParams
 from llm_observe.provisioning.local_prometheus import (
     start_local_prometheus,
     stop_local_prometheus,
@@ -28,6 +29,12 @@ from llm_observe.provisioning.local_prometheus import (
 )
 
 START_TIMEOUT_S = 60.0
+# Thresholds the dashboard tests' span mix trips (long for: keeps them pending), so every
+# dashboard's Alerts panel has rows to check (expected: genai_alert_checks.EXPECTED_ALERTS).
+DASHBOARD_ALERTS = AlertParams(
+    spend_budget_usd_per_hour=1e-6, spend_for="1h", min_calls=1, error_for="1h",
+    retry_for="1h", latency_p95_ms=1000, latency_for="1h", ttft_p95_ms=500, ttft_for="1h",
+    injection_burst=0, injection_for="1h", pii_burst=0, pii_for="1h")
 
 
 def free_port() -> int:
@@ -102,7 +109,8 @@ def prometheus(metrics_source: MetricsSource,
     """Debian's prometheus with the rendered config, scraping the source every second."""
     out = tmp_path_factory.mktemp("prometheus")
     ui_port = free_port()
-    proc = start_local_prometheus(out, metrics_source.port, ui_port, scrape_interval="1s")
+    proc = start_local_prometheus(out, metrics_source.port, ui_port, scrape_interval="1s",
+                                  alerts=DASHBOARD_ALERTS)
     try:
         wait_ready(ui_port, proc)
         yield PrometheusServer(url=f"http://127.0.0.1:{ui_port}", config_dir=out)

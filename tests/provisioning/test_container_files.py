@@ -226,6 +226,26 @@ def test_entrypoint_generates_the_password_once_and_renders_then_execs_superviso
     assert password not in second
 
 
+def test_entrypoint_renders_the_alert_rules_with_a_mounted_alerts_file(
+        entrypoint_env: dict[str, str], tmp_path: Path) -> None:
+    alerts = tmp_path / "alerts.yaml"
+    alerts.write_text("error_ratio: 0.01\nerror_for: 2m\n")
+    env = {**entrypoint_env, "LLM_OBSERVE_ALERTS_FILE": str(alerts)}
+    done = subprocess.run(["sh", str(DOCKER / "entrypoint.sh")], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    rules = yaml.safe_load((tmp_path / "prov/prometheus/alerts.yml").read_text())
+    (error,) = [r for g in rules["groups"] for r in g["rules"]
+                if r["alert"] == "LLMErrorRateHigh"]
+    assert error["for"] == "2m" and "> 0.01" in error["expr"]
+    alerts.write_text("error_ratio: 7\n")  # a bad file stops the container with one line
+    done = subprocess.run(["sh", str(DOCKER / "entrypoint.sh")], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode != 0
+    assert done.stderr.strip() == f"llm-observe render: {alerts}: error_ratio: must be a " \
+        "number in (0, 1)"
+
+
 class _Health(BaseHTTPRequestHandler):
     calls = 0
 

@@ -15,8 +15,6 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import httpx
 import pytest
@@ -27,89 +25,18 @@ from llm_observe.provisioning.params import RenderParams
 from llm_observe.provisioning.render import DASHBOARD_FILES, render_all
 from tests.provisioning.conftest import MetricsSource, PrometheusServer
 from tests.provisioning.dashboards import load_dashboards, targets_of
-
-
-def _span(service: str, model: str, provider: str, lat: int, ttft: int, *,
-          finish: str | None = "stop", error: bool = False, retries: int = 0,
-          pii: bool = False, inj: bool = False, pt: int = 1200, ct: int = 300) -> dict[str, Any]:
-    return {"service_name": service, "model": model, "provider": provider,
-            "latency_ms_total": lat, "latency_ms_ttft": ttft,
-            "finish_reason": None if error else finish,
-            "status": "error" if error else "success", "retry_count": retries,
-            "pii_detected": pii, "injection_attempt": inj,
-            "prompt_tokens": 0 if error else pt, "completion_tokens": 0 if error else ct}
-
-
-def _mix() -> list[dict[str, Any]]:
-    c4, cm, rg = ("chat-api", "gpt-4o", "openai"), ("chat-api", "gpt-4o-mini", "openai"), \
-        ("rag-worker", "claude-3-5-sonnet", "anthropic")
-    return [
-        _span(*c4, 420, 90), _span(*c4, 650, 120, pii=True), _span(*c4, 800, 150, pt=3000),
-        _span(*c4, 1100, 200, finish="length", ct=4096), _span(*c4, 1300, 260, retries=2),
-        _span(*c4, 2200, 300, finish="tool_calls", inj=True),
-        _span(*c4, 4800, 700, pii=True, pt=9000, ct=1500),
-        _span(*c4, 9000, 1200, error=True, retries=3),
-        _span(*rg, 900, 300, inj=True), _span(*rg, 1500, 450, pt=20000, ct=800),
-        _span(*rg, 2100, 500, finish="length", ct=4096), _span(*rg, 2600, 800, pii=True),
-        _span(*rg, 3400, 900, finish="content_filter", retries=1, inj=True),
-        _span(*rg, 12000, 2500, error=True),
-        _span(*cm, 120, 40, pt=300, ct=50), _span(*cm, 180, 60), _span(*cm, 240, 80),
-        _span(*cm, 310, 95, finish="tool_calls"), _span(*cm, 500, 150, pt=5000),
-        _span(*cm, 760, 200, error=True, retries=1),
-    ]
-
-
-MIX = _mix()
-ALL_VARS = {"service": ".*", "provider": ".*", "model": ".*"}
-
-
-@dataclass
-class Scenario:
-    prom: httpx.Client
-    at: float  # evaluation time (unix s), the same for every query
-    window_s: float  # substituted for $__range and $__rate_interval
-    f: float  # the common extrapolation factor of rate()/increase()
-    costs: list[int]  # cost_usd_micro of each MIX span as recorded
-    dashboards: dict[str, dict[str, Any]]
-
-    @property
-    def window(self) -> str:
-        return f"{round(self.window_s * 1000)}ms"
-
-    def expr(self, text: str, variables: dict[str, str] | None = None) -> str:
-        """Grafana's substitutions: built-in intervals first, then template variables."""
-        out = (text.replace("$__rate_interval", self.window).replace("$__range", self.window)
-               .replace("$__interval", "1s"))
-        for name, value in (variables or ALL_VARS).items():
-            out = out.replace(f"${name}", value)
-        assert "$" not in out, out
-        return out
-
-    def instant(self, expr: str) -> dict[tuple[tuple[str, str], ...], float]:
-        r = self.prom.post("/api/v1/query", data={"query": expr, "time": str(self.at)})
-        body = r.json()
-        assert r.status_code == 200 and body["status"] == "success", (expr, body)
-        return {tuple(sorted(s["metric"].items())): float(s["value"][1])
-                for s in body["data"]["result"]}
-
-    def series_count(self, expr: str) -> int:
-        r = self.prom.post("/api/v1/query_range", data={
-            "query": expr, "start": str(self.at - 10), "end": str(self.at), "step": "1"})
-        body = r.json()
-        assert r.status_code == 200 and body["status"] == "success", (expr, body)
-        return len(body["data"]["result"])
-
-
-def _wait_for(client: httpx.Client, expr: str, value: float, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    seen: Any = None
-    while time.monotonic() < deadline:
-        result = client.get("/api/v1/query", params={"query": expr}).json()["data"]["result"]
-        seen = result[0]["value"][1] if result else None
-        if seen is not None and float(seen) == value:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{expr} never reached {value} (last {seen})")
+from tests.provisioning.genai_alert_checks import EXPECTED_ALERTS, GENAI_CHECKS
+from tests.provisioning.scenario import (
+    ALL_VARS,
+    MIX,
+    Results,
+    Scenario,
+    close_to,
+    group_by,
+    one_label,
+    quantile,
+    wait_for,
+)
 
 
 @pytest.fixture(scope="module")
@@ -120,10 +47,12 @@ def scenario(metrics_source: MetricsSource, prometheus: PrometheusServer,
     client = httpx.Client(base_url=prometheus.url, timeout=10.0)
     begin = time.time()
     costs_a = metrics_source.record(MIX)
-    _wait_for(client, "sum(llm_spans_total)", len(MIX))
+    wait_for(client, "sum(llm_spans_total)", len(MIX))
     costs_b = metrics_source.record(MIX)
     assert costs_a == costs_b and all(c is not None for c in costs_a)
-    _wait_for(client, "sum(llm_spans_total)", 2 * len(MIX))
+    wait_for(client, "sum(llm_spans_total)", 2 * len(MIX))
+    # the rules are evaluated every scrape: wait until B's alerts are all pending
+    wait_for(client, 'count(ALERTS{alertstate="pending"})', len(EXPECTED_ALERTS))
     time.sleep(1.5)  # a few more scrapes after B: the samples rate() extrapolates from
     at = time.time()
     s = Scenario(prom=client, at=at, window_s=math.ceil(at - begin) + 2.0, f=0.0,
@@ -133,47 +62,12 @@ def scenario(metrics_source: MetricsSource, prometheus: PrometheusServer,
     return s
 
 
-# ---------------------------------------------------------------- expectations
-
-
-def _quantile(q: float, values: list[int], bounds: tuple[int, ...]) -> float:
-    """Prometheus' histogram_quantile on the buckets these values fall in (linear in a bucket)."""
-    counts = [sum(1 for v in values if v <= b) for b in bounds]
-    rank = q * len(values)
-    for i, cum in enumerate(counts):
-        if cum >= rank:
-            below = counts[i - 1] if i else 0
-            start = bounds[i - 1] if i else 0.0
-            return start + (bounds[i] - start) * (rank - below) / (cum - below)
-    return float(bounds[-1])
-
-
-def _by(key: str) -> dict[str, list[dict[str, Any]]]:
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for span in MIX:
-        groups[span[key]].append(span)
-    return groups
-
-
-def _one_label(result: dict[tuple[tuple[str, str], ...], float], label: str) -> dict[str, float]:
-    return {dict(k)[label]: v for k, v in result.items()}
-
-
-def _close(actual: dict[str, float], expected: dict[str, float], rel: float = 1e-6) -> None:
-    assert set(actual) == set(expected), (actual, expected)
-    for k, v in expected.items():
-        assert actual[k] == pytest.approx(v, rel=rel, abs=1e-9), (k, actual, expected)
-
-
-Results = dict[str, dict[tuple[tuple[str, str], ...], float]]  # refId -> series -> value
-
-
 def _latency_percentiles(r: Results, s: Scenario, field: str, bounds: tuple[int, ...]) -> None:
     for ref, q in (("A", 0.50), ("B", 0.95), ("C", 0.99)):
-        expected = {m: _quantile(q, [x[field] for x in spans], bounds)
-                    for m, spans in _by("model").items()}
-        _close(_one_label(r[ref], "model"), expected)
-    slow, fast = _one_label(r["B"], "model")["claude-3-5-sonnet"], _one_label(r["B"], "model")[
+        expected = {m: quantile(q, [x[field] for x in spans], bounds)
+                    for m, spans in group_by("model").items()}
+        close_to(one_label(r[ref], "model"), expected)
+    slow, fast = one_label(r["B"], "model")["claude-3-5-sonnet"], one_label(r["B"], "model")[
         "gpt-4o-mini"]
     assert slow > fast
 
@@ -181,8 +75,8 @@ def _latency_percentiles(r: Results, s: Scenario, field: str, bounds: tuple[int,
 def _avg_latency_vs_ttft(r: Results, s: Scenario) -> None:
     for ref, field in (("A", "latency_ms_total"), ("B", "latency_ms_ttft")):
         expected = {m: sum(x[field] for x in spans) / len(spans)
-                    for m, spans in _by("model").items()}
-        _close(_one_label(r[ref], "model"), expected, rel=1e-9)
+                    for m, spans in group_by("model").items()}
+        close_to(one_label(r[ref], "model"), expected, rel=1e-9)
 
 
 def _cumulative_cost(r: Results, s: Scenario) -> None:
@@ -190,7 +84,7 @@ def _cumulative_cost(r: Results, s: Scenario) -> None:
     for span, cost in zip(MIX, s.costs, strict=True):
         expected[f"{span['service_name']}/{span['model']}"] += 2 * cost / 1e6
     actual = {f"{dict(k)['service_name']}/{dict(k)['model']}": v for k, v in r["A"].items()}
-    _close(actual, expected, rel=1e-12)
+    close_to(actual, expected, rel=1e-12)
     assert sum(actual.values()) == pytest.approx(2 * sum(s.costs) / 1e6, rel=1e-12)
 
 
@@ -199,19 +93,19 @@ def _cost_share(label: str) -> Callable[[Results, Scenario], None]:
         expected: dict[str, float] = defaultdict(float)
         for span, cost in zip(MIX, s.costs, strict=True):
             expected[span[label]] += 2 * cost / 1e6
-        _close(_one_label(r["A"], label), expected, rel=1e-12)
+        close_to(one_label(r["A"], label), expected, rel=1e-12)
     return check
 
 
 def _success_vs_error(r: Results, s: Scenario) -> None:
     counts = Counter(span["status"] for span in MIX)
-    _close(_one_label(r["A"], "status"),
+    close_to(one_label(r["A"], "status"),
            {k: s.f * n / s.window_s for k, n in counts.items()})
 
 
 def _finish_reasons(r: Results, s: Scenario) -> None:
     counts = Counter(span["finish_reason"] for span in MIX if span["finish_reason"])
-    _close(_one_label(r["A"], "finish_reason"), {k: s.f * n for k, n in counts.items()})
+    close_to(one_label(r["A"], "finish_reason"), {k: s.f * n for k, n in counts.items()})
 
 
 def _retry_rate(r: Results, s: Scenario) -> None:
@@ -223,7 +117,7 @@ def _retry_rate(r: Results, s: Scenario) -> None:
 def _per_service_rate(flag: str) -> Callable[[Results, Scenario], None]:
     def check(r: Results, s: Scenario) -> None:
         counts = Counter(span["service_name"] for span in MIX if span[flag])
-        _close(_one_label(r["A"], "service_name"),
+        close_to(one_label(r["A"], "service_name"),
                {k: s.f * n / s.window_s for k, n in counts.items()})
     return check
 
@@ -251,6 +145,7 @@ CHECKS: dict[tuple[str, str], Callable[[Results, Scenario], None]] = {
     ("llm-security-safety-dashboard", "Injection attempt rate per second by service"):
         _per_service_rate("injection_attempt"),
     ("llm-security-safety-dashboard", "Total security violations"): _total_violations,
+    **GENAI_CHECKS,
 }
 
 
@@ -265,7 +160,7 @@ def test_extrapolation_factor_is_bounded(scenario: Scenario) -> None:
 def test_every_panel_has_a_numeric_check(scenario: Scenario) -> None:
     panels = {(uid, p["title"]) for uid, d in scenario.dashboards.items() for p in d["panels"]}
     assert panels == set(CHECKS)
-    assert len(scenario.dashboards) == len(DASHBOARD_FILES) == 4
+    assert len(scenario.dashboards) == len(DASHBOARD_FILES) == 5
 
 
 @pytest.mark.parametrize("key", sorted(CHECKS), ids=lambda k: f"{k[0]}:{k[1]}")
@@ -286,17 +181,19 @@ def test_selecting_one_service_filters_the_cost_panel(scenario: Scenario) -> Non
     (panel,) = [p for p in scenario.dashboards["llm-cost-dashboard"]["panels"]
                 if p["title"] == "Cost share by model"]
     only_chat = {**ALL_VARS, "service": "chat-api"}
-    result = _one_label(scenario.instant(scenario.expr(panel["targets"][0]["expr"], only_chat)),
+    result = one_label(scenario.instant(scenario.expr(panel["targets"][0]["expr"], only_chat)),
                         "model")
     expected: dict[str, float] = defaultdict(float)
     for span, cost in zip(MIX, scenario.costs, strict=True):
         if span["service_name"] == "chat-api":
             expected[span["model"]] += 2 * cost / 1e6
-    _close(result, expected, rel=1e-12)
+    close_to(result, expected, rel=1e-12)
 
 
 def test_template_variables_list_the_recorded_labels(scenario: Scenario) -> None:
-    for dashboard in scenario.dashboards.values():
+    expected = {"service": {"chat-api", "rag-worker"}, "provider": {"openai", "anthropic"},
+                "model": {"gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet"}}
+    for uid, dashboard in scenario.dashboards.items():
         values = {}
         for var in dashboard["templating"]["list"]:
             m = re.fullmatch(r"label_values\((.+), (\w+)\)", var["query"]["query"])
@@ -305,9 +202,10 @@ def test_template_variables_list_the_recorded_labels(scenario: Scenario) -> None
             r = scenario.prom.get(f"/api/v1/label/{m.group(2)}/values",
                                   params={"match[]": selector}).json()
             values[var["name"]] = set(r["data"])
-        assert values == {"service": {"chat-api", "rag-worker"},
-                          "provider": {"openai", "anthropic"},
-                          "model": {"gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet"}}
+        if uid == "llm-genai-semconv-dashboard":  # the GenAI metrics carry no service
+            assert values == {k: v for k, v in expected.items() if k != "service"}
+        else:
+            assert values == expected, uid
 
 
 def _grafana_tags(model: str, service: str) -> str:
@@ -321,9 +219,9 @@ def test_trace_to_metrics_queries_answer_for_the_span_model(scenario: Scenario) 
     costs = [c for x, c in zip(MIX, scenario.costs, strict=True) if x["model"] == model]
     expected = {
         "Latency p95 of this model (ms)":
-            _quantile(0.95, [x["latency_ms_total"] for x in group], LATENCY_BUCKETS_MS),
+            quantile(0.95, [x["latency_ms_total"] for x in group], LATENCY_BUCKETS_MS),
         "TTFT p95 of this model (ms)":
-            _quantile(0.95, [x["latency_ms_ttft"] for x in group], TTFT_BUCKETS_MS),
+            quantile(0.95, [x["latency_ms_ttft"] for x in group], TTFT_BUCKETS_MS),
         "Error share of this model (%)":
             100 * sum(1 for x in group if x["status"] == "error") / len(group),
         "Cumulative cost of this model (USD)": 2 * sum(costs) / 1e6,
@@ -334,3 +232,20 @@ def test_trace_to_metrics_queries_answer_for_the_span_model(scenario: Scenario) 
         assert value == pytest.approx(expected[q["name"]], rel=1e-6), q["name"]
         # a span without model/service attributes leaves $__tags empty: still valid PromQL
         assert scenario.instant(q["query"].replace("$__tags", "")), q["name"]
+
+
+def test_genai_metrics_agree_with_the_spec_series(scenario: Scenario) -> None:
+    """The same spans, both families, as Prometheus stored them: equal per model."""
+    q = scenario.instant
+    genai = {(dict(k)["gen_ai_request_model"], dict(k)["gen_ai_token_type"]): v for k, v in q(
+        "sum by (gen_ai_request_model, gen_ai_token_type) (gen_ai_client_token_usage_sum)").items()}
+    kind = {"prompt": "input", "completion": "output"}
+    spec = {(dict(k)["model"], kind[dict(k)["token_type"]]): v
+            for k, v in q("sum by (model, token_type) (llm_tokens_total)").items()}
+    assert genai == spec and len(spec) == 6
+    ops = one_label(q("sum by (gen_ai_request_model) "
+                      "(gen_ai_client_operation_duration_seconds_count)"), "gen_ai_request_model")
+    assert ops == one_label(q("sum by (model) (llm_spans_total)"), "model")
+    seconds = one_label(q("1000 * sum by (gen_ai_request_model) "
+                          "(gen_ai_client_operation_duration_seconds_sum)"), "gen_ai_request_model")
+    close_to(seconds, one_label(q("sum by (model) (llm_latency_ms_total_sum)"), "model"))

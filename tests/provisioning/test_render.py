@@ -28,6 +28,12 @@ SPEC_DASHBOARDS = {  # spec 2.7: uid -> title
     "llm-error-retry-dashboard": "LLM Error & Retry",
     "llm-security-safety-dashboard": "LLM Security & Safety",
 }
+# beside the spec's four: the one that needs only the OTel GenAI metrics
+EXTRA_DASHBOARDS = {"llm-genai-semconv-dashboard": "LLM GenAI (OTel semantic-convention metrics)"}
+GENAI_EXPOSED = {f"gen_ai_client_{h}_{s}" for h in (
+    "token_usage", "operation_duration_seconds", "operation_time_to_first_chunk_seconds")
+    for s in ("bucket", "sum", "count")}
+GENAI_LABELS = {"gen_ai_provider_name", "gen_ai_request_model", "gen_ai_token_type"}
 PANEL_TYPES = {"timeseries", "piechart", "gauge", "stat", "bargauge", "barchart", "table"}
 # spec 2.6 series as prometheus_client exposes them
 EXPOSED = {
@@ -109,10 +115,13 @@ def test_prometheus_config_is_valid_and_scrapes_every_5s(native: Path) -> None:
 
 def test_dashboards_have_the_spec_titles_uids_and_a_sound_layout(native: Path) -> None:
     boards = load_dashboards(native)
-    assert {uid: b["title"] for uid, b in boards.items()} == SPEC_DASHBOARDS
+    assert {uid: b["title"] for uid, b in boards.items()} == {**SPEC_DASHBOARDS, **EXTRA_DASHBOARDS}
     for uid, board in boards.items():
         panels = board["panels"]
-        assert len(panels) == 3, uid  # spec 2.7 names three panels per dashboard
+        data = [p for p in panels if p["title"] != "Alerts"]
+        (alerts,) = [p for p in panels if p["title"] == "Alerts"]  # one per dashboard
+        if uid in SPEC_DASHBOARDS:
+            assert len(data) == 3, uid  # spec 2.7 names three panels per dashboard
         assert len({p["id"] for p in panels}) == len(panels)
         cells: set[tuple[int, int]] = set()
         for p in panels:
@@ -127,11 +136,19 @@ def test_dashboards_have_the_spec_titles_uids_and_a_sound_layout(native: Path) -
             assert targets_of(p), p["title"]
             for t in targets_of(p):
                 assert t["datasource"] == {"type": "prometheus", "uid": "prometheus"}
-                names = set(re.findall(r"\bllm_[a-z_]+\b", t["expr"]))
-                assert names and names <= EXPOSED, (p["title"], names - EXPOSED)
+        for p in data:
+            for t in targets_of(p):
+                names = set(re.findall(r"\b(?:llm|gen_ai)_[a-z_]+\b", t["expr"])) - GENAI_LABELS
+                allowed = GENAI_EXPOSED if uid in EXTRA_DASHBOARDS else EXPOSED
+                assert names and names <= allowed, (p["title"], names - allowed)
+        (t,) = targets_of(alerts)
+        assert t["expr"].startswith("ALERTS{") and t["format"] == "table", t
+        if uid in SPEC_DASHBOARDS:  # its own rules and the collector's health
+            assert t["expr"] == f'ALERTS{{dashboard=~"{uid}|collector"}}'
         names = [v["name"] for v in board["templating"]["list"]]
-        assert names == ["service", "provider", "model"]
-        assert board["refresh"] == "10s"  # spans visible within 5-10 s (spec 8)
+        assert names == (["service", "provider", "model"] if uid in SPEC_DASHBOARDS
+                         else ["provider", "model"])
+        assert board["refresh"] == "10s"  # spans visible within 5-10 s (spec 2.7 / 8)
 
 
 def test_dashboard_provider_hot_reloads_the_folder_every_30s(native: Path) -> None:
