@@ -62,6 +62,26 @@ def median_time(fn: Callable[[], object], repeats: int = 5) -> float:
     return statistics.median(times)
 
 
+def paired_ratio(a: Callable[[], object], b: Callable[[], object],
+                 rounds: int = 15) -> tuple[float, float, float]:
+    """CPU seconds of ``a`` and ``b`` run alternately: (median a, median b, median a/b).
+
+    Alternating and pairing keeps the ratio honest on a shared machine: a neighbour's
+    burst slows both runs of a round, and CPU time does not count the waits it causes.
+    """
+    ta, tb, ratios = [], [], []
+    for _ in range(rounds):
+        t0 = time.process_time()
+        a()
+        t1 = time.process_time()
+        b()
+        t2 = time.process_time()
+        ta.append(t1 - t0)
+        tb.append(t2 - t1)
+        ratios.append((t1 - t0) / (t2 - t1))
+    return statistics.median(ta), statistics.median(tb), statistics.median(ratios)
+
+
 def pin_one_core() -> None:
     """Run on one core, as the issue's targets are stated per core."""
     if hasattr(os, "sched_setaffinity"):

@@ -19,14 +19,16 @@ observations are added once per label set per batch, as for the eight families.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Sequence
-from typing import Any
+from operator import attrgetter
 
 from prometheus_client import CollectorRegistry, Histogram
 
+from llm_observe.collector.exporters.buckets import observe_batch
+from llm_observe.span import LlmSpan
+
 __all__ = ["DURATION_BUCKETS_S", "OPERATION", "OTHER_ERROR", "TOKEN_BUCKETS", "GenAiMetrics",
-           "GenAiSet", "GenAiTally", "observe_batch"]
+           "GenAiSet", "GenAiTally", "observe_tokens"]
 
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304,
                  16777216, 67108864)
@@ -35,6 +37,7 @@ DURATION_BUCKETS_S = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12
 # The same bounds in ms, exact integers: spans carry ms, so a value is bucketed in ms
 # (no float rounding at a bound) and divided by 1000 once per batch for the sum.
 _DURATION_BOUNDS_MS = (*(round(b * 1000) for b in DURATION_BUCKETS_S), float("inf"))
+_PROMPT, _COMPLETION = attrgetter("prompt_tokens"), attrgetter("completion_tokens")
 OPERATION = "chat"
 OTHER_ERROR = "_OTHER"
 LABELS = ("gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model",
@@ -72,47 +75,27 @@ class GenAiSet:
 
 
 class GenAiTally:
-    """One GenAI label set's observations over a batch (latencies in ms)."""
+    """One GenAI label set's spans over a batch; read into observations at flush."""
 
-    __slots__ = ("duration_ms", "input", "output", "ttft_ms")
+    __slots__ = ("spans",)
 
     def __init__(self) -> None:
-        self.input: list[int] = []
-        self.output: list[int] = []
-        self.duration_ms: list[int] = []
-        self.ttft_ms: list[int] = []
+        self.spans: list[LlmSpan] = []
 
     def flush(self, s: GenAiSet, batched: bool) -> None:
-        observe_batch(s.input, self.input, batched)
-        observe_batch(s.output, self.output, batched)
-        observe_batch(s.duration, self.duration_ms, batched, _DURATION_BOUNDS_MS, 1000)
-        observe_batch(s.ttft, self.ttft_ms, batched, _DURATION_BOUNDS_MS, 1000)
+        spans = self.spans
+        observe_tokens(s, spans, batched)
+        observe_batch(s.duration, [x.latency_ms_total for x in spans
+                                   if x.latency_ms_total is not None],
+                      batched, _DURATION_BOUNDS_MS, 1000)
+        observe_batch(s.ttft, [x.latency_ms_ttft for x in spans
+                               if x.latency_ms_ttft is not None],
+                      batched, _DURATION_BOUNDS_MS, 1000)
 
 
-def observe_batch(child: Any, values: Sequence[float], batched: bool = True,
-                  bounds: Sequence[float] | None = None, divisor: int = 1) -> None:
-    """Add ``v / divisor`` for each value to a histogram child, one update per touched bucket.
-
-    ``bounds``: the child's bucket bounds times ``divisor`` (default: the child's own). The
-    one place that writes prometheus_client's internals: the child's non-cumulative
-    per-bucket counts in ``_buckets`` aligned with ``_upper_bounds`` (every release since
-    0.4); a client without that layout, or ``batched=False``, gets ``observe`` calls.
-    """
-    if not values:
-        return
-    buckets = getattr(child, "_buckets", None)
-    own = getattr(child, "_upper_bounds", None)
-    bounds = bounds if bounds is not None else own
-    if not batched or buckets is None or bounds is None or own is None \
-            or len(buckets) != len(own) or len(bounds) != len(own):
-        for value in values:
-            child.observe(value / divisor if divisor != 1 else value)
-        return
-    counts: dict[int, int] = {}
-    for value in values:
-        i = bisect_left(bounds, value)  # first bound >= value: observe()'s "amount <= bound"
-        counts[i] = counts.get(i, 0) + 1
-    total = sum(values)
-    child._sum.inc(total / divisor if divisor != 1 else total)
-    for i, n in counts.items():
-        buckets[i].inc(n)
+def observe_tokens(s: GenAiSet, spans: Sequence[LlmSpan], batched: bool) -> None:
+    """The token histogram's observations of ``spans``: input and output counts."""
+    # 0 is what a span without a reported count carries: no usage to observe (filter(None)
+    # drops it); map/attrgetter/filter run in C
+    observe_batch(s.input, list(filter(None, map(_PROMPT, spans))), batched)
+    observe_batch(s.output, list(filter(None, map(_COMPLETION, spans))), batched)

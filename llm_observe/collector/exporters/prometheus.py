@@ -20,11 +20,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any
+from operator import attrgetter
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from llm_observe.collector.exporters.genai import GenAiMetrics, GenAiTally, observe_batch
+from llm_observe.collector.exporters.buckets import SharedBounds, observe_batch, observe_shared
+from llm_observe.collector.exporters.genai import (
+    DURATION_BUCKETS_S,
+    GenAiMetrics,
+    GenAiTally,
+    observe_tokens,
+)
 from llm_observe.collector.exporters.label_sets import BASE_LABELS, Group, LabelLimits, LabelSets
 from llm_observe.semconv import STATUS_ERROR
 from llm_observe.span import LlmSpan
@@ -43,6 +49,10 @@ TTFT_BUCKETS_MS = (
     10, 25, 50, 100, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000,
     10_000, 20_000, 60_000,
 )
+# one bisect per latency for the spec's histogram and the GenAI one (seconds, bucketed in ms)
+LATENCY_SHARED = SharedBounds(LATENCY_BUCKETS_MS, DURATION_BUCKETS_S, 1000)
+TTFT_SHARED = SharedBounds(TTFT_BUCKETS_MS, DURATION_BUCKETS_S, 1000)
+_ACTUAL_MODEL = attrgetter("actual_model")
 # Recording yields to the event loop between slices of ~SLICE_S: the first slice is small
 # (it may be all new label sets), the next sized from its measured cost.
 SLICE_S = 0.004
@@ -109,30 +119,17 @@ class LlmMetrics:
             else:
                 t.unpriced += 1
             if span.latency_ms_total is not None:
-                t.latency.add(span.latency_ms_total)
+                t.latency.append(span.latency_ms_total)
             if span.latency_ms_ttft is not None:
-                t.ttft.add(span.latency_ms_ttft)
+                t.ttft.append(span.latency_ms_ttft)
             t.pii += span.pii_detected
             t.injection += span.injection_attempt
             if span.finish_reason:
                 t.finish[span.finish_reason] = t.finish.get(span.finish_reason, 0) + 1
             skey = (span.status, span.retry_count > 0)
             t.spans[skey] = t.spans.get(skey, 0) + 1
-            if genai:  # keyed by response model, plus error type on errors
-                k: object = span.actual_model if span.status != STATUS_ERROR \
-                    else (span.actual_model, span.error_type)
-                o = t.genai.get(k)
-                if o is None:
-                    o = t.genai[k] = GenAiTally()
-                # 0 is what a span without a reported count carries: no usage to observe
-                if span.prompt_tokens:
-                    o.input.append(span.prompt_tokens)
-                if span.completion_tokens:
-                    o.output.append(span.completion_tokens)
-                if span.latency_ms_total is not None:
-                    o.duration_ms.append(span.latency_ms_total)
-                if span.latency_ms_ttft is not None:
-                    o.ttft_ms.append(span.latency_ms_ttft)
+            if genai:  # read at flush, in comprehensions
+                t.members.append(span)
         for g, t in tallies.items():
             self._flush(g, t)
 
@@ -142,8 +139,9 @@ class LlmMetrics:
                                 (g.injection, t.injection)):
             if amount:
                 counter.inc(amount)
-        t.latency.flush(g.latency, self.batch_buckets)
-        t.ttft.flush(g.ttft, self.batch_buckets)
+        if not (t.members and self._flush_genai(g, t)):  # else observed with the GenAI ones
+            observe_batch(g.latency, t.latency, self.batch_buckets)
+            observe_batch(g.ttft, t.ttft, self.batch_buckets)
         for reason, n in t.finish.items():
             child = g.finish.get(reason)
             if child is None:
@@ -154,48 +152,52 @@ class LlmMetrics:
             if child is None:
                 child = self.sets.spans_child(g, skey)
             child.inc(n)
-        for k, o in t.genai.items():
-            s = g.genai.get(k)
-            if s is None:
-                s = self.sets.genai_set(g, k)
-            o.flush(s, self.batch_buckets)
 
+    def _flush_genai(self, g: Group, t: _Tally) -> bool:
+        """The GenAI histograms of a group's spans; True if the latency and TTFT histograms
+        were observed here too.
 
-class _Observations:
-    """Histogram observations of one batch: a sum and a count per bucket."""
-
-    __slots__ = ("values",)
-
-    def __init__(self) -> None:
-        self.values: list[float] = []
-
-    def add(self, value: float) -> None:
-        self.values.append(value)
-
-    def flush(self, child: Any, batched: bool = True) -> None:
-        """Add the batch to a histogram child as one update per touched bucket.
-
-        Measured reason (``bench.processors``, ``metric_updates_batched_vs_public_observe``):
-        public ``observe()`` per value takes a lock and a bisect per call. How, and the
-        fallback to plain ``observe`` calls: :func:`genai.observe_batch`.
+        GenAI sets are keyed by response model, plus the error type on errors. A group
+        whose spans all share one key (no errors, one response model: the usual batch)
+        buckets each latency once for both families (:class:`buckets.SharedBounds`).
         """
-        observe_batch(child, self.values, batched)
+        spans, batched = t.members, self.batch_buckets
+        if not any(status == STATUS_ERROR for status, _ in t.spans):
+            models = set(map(_ACTUAL_MODEL, spans))
+            if len(models) == 1:
+                (k,) = models
+                s = g.genai.get(k) or self.sets.genai_set(g, k)
+                observe_tokens(s, spans, batched)
+                observe_shared(g.latency, s.duration, t.latency, LATENCY_SHARED, batched)
+                observe_shared(g.ttft, s.ttft, t.ttft, TTFT_SHARED, batched)
+                return True
+        tallies: dict[object, GenAiTally] = {}
+        for span in spans:
+            k = span.actual_model if span.status != STATUS_ERROR \
+                else (span.actual_model, span.error_type)
+            o = tallies.get(k)
+            if o is None:
+                o = tallies[k] = GenAiTally()
+            o.spans.append(span)
+        for k, o in tallies.items():
+            o.flush(g.genai.get(k) or self.sets.genai_set(g, k), batched)
+        return False
 
 
 class _Tally:
     """One label group's sums over a batch."""
 
-    __slots__ = ("completion", "cost", "finish", "genai", "injection", "latency", "pii",
+    __slots__ = ("completion", "cost", "finish", "injection", "latency", "members", "pii",
                  "prompt", "spans", "ttft", "unpriced")
 
     def __init__(self) -> None:
         self.prompt = self.completion = self.cost = self.unpriced = 0
         self.pii = self.injection = 0
-        self.latency = _Observations()
-        self.ttft = _Observations()
+        self.latency: list[int] = []
+        self.ttft: list[int] = []
         self.finish: dict[str, int] = {}
         self.spans: dict[tuple[str, bool], int] = {}
-        self.genai: dict[object, GenAiTally] = {}
+        self.members: list[LlmSpan] = []  # the group's spans, when GenAI metrics are on
 
 
 class PrometheusExporter:
