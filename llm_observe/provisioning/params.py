@@ -45,6 +45,7 @@ class RenderParams:
     # a file holding LLM_OBSERVE_METRICS_TOKEN, when /metrics wants one (render writes it)
     metrics_token_file: str | None = None
     otlp_port: int = 4317
+    otlp_http_port: int = 4318  # OTLP/HTTP (POST /v1/traces)
     # spec 6.1 / 8: metrics are pulled every 5 s
     scrape_interval: str = "5s"
     # Prometheus (the metrics collector UI)

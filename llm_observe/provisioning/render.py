@@ -36,6 +36,7 @@ from llm_observe.provisioning.params import (
     TEMPO_UID,
     RenderParams,
 )
+from llm_observe.provisioning.scale_out import ScaleOutParams, render_scale_out
 
 # template (relative to templates/) -> output file (relative to --out)
 OUTPUTS: tuple[tuple[str, str], ...] = (
@@ -81,7 +82,8 @@ def template_context(params: RenderParams, out_dir: Path) -> dict[str, Any]:
     return context
 
 
-def render_file(template: str, params: RenderParams, out_dir: Path) -> str:
+def render_file(template: str, params: RenderParams, out_dir: Path,
+                extra: dict[str, Any] | None = None) -> str:
     """The text of one template rendered for ``out_dir`` (nothing is written)."""
     import jinja2  # only the render path needs Jinja
 
@@ -91,7 +93,8 @@ def render_file(template: str, params: RenderParams, out_dir: Path) -> str:
         keep_trailing_newline=True,
         autoescape=False,  # YAML/JSON/INI, not HTML; JSON values go through |tojson
     )
-    return env.get_template(template).render(template_context(params, out_dir))
+    return env.get_template(template).render({**template_context(params, out_dir),
+                                              **(extra or {})})
 
 
 def render_all(params: RenderParams, out_dir: Path, only: tuple[str, ...] | None = None,
@@ -122,6 +125,18 @@ def render_all(params: RenderParams, out_dir: Path, only: tuple[str, ...] | None
         for d in EMPTY_DIRS:
             (out_dir / d).mkdir(parents=True, exist_ok=True)
     return written
+
+
+def _scale_out_params(args: argparse.Namespace) -> ScaleOutParams:
+    targets = tuple(t.strip() for t in args.replica_targets.split(",") if t.strip()) \
+        if args.replica_targets else None
+    given = {"replicas": args.replicas, "max_replicas": args.max_replicas,
+             "namespace": args.namespace, "resolver": args.resolver, "image": args.image,
+             "replica_targets": targets}
+    base = ScaleOutParams()
+    if args.replicas is not None and args.max_replicas is None:
+        given["max_replicas"] = max(base.max_replicas, args.replicas)
+    return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not None})
 
 
 def ensure_admin_password(params: RenderParams, out_dir: Path) -> tuple[Path, bool]:
@@ -166,6 +181,19 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                                           "/var/log/llm-observe)")
     parser.add_argument("--alerts", type=Path, metavar="FILE",
                         help="YAML of alert thresholds (docs/alerts.md; default: built-in)")
+    so = parser.add_argument_group("scale-out topology (docs/scale-out.md)")
+    so.add_argument("--topology", choices=("single", "scale-out"), default="single",
+                    help="single: one collector (default); scale-out: an OTel Collector "
+                         "routing by trace id to N replicas, Kubernetes manifests, "
+                         "Prometheus for every replica (written under OUT/scale-out)")
+    so.add_argument("--replicas", type=int, help="replicas (3; the HPA's minimum)")
+    so.add_argument("--max-replicas", type=int, help="the HPA's maximum (10)")
+    so.add_argument("--namespace", help="Kubernetes namespace (llm-observe)")
+    so.add_argument("--resolver", choices=("dns", "k8s"),
+                    help="how the load balancer finds replicas (dns: headless Service)")
+    so.add_argument("--image", help="the replicas' image (llmobserve/llm-observe:VERSION)")
+    so.add_argument("--replica-targets", metavar="HOST:PORT,...",
+                    help="scrape these /metrics targets instead of Kubernetes discovery")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -181,9 +209,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"llm-observe render: error: --out {args.out} is a file; give a directory "
                   "(created when missing)", file=sys.stderr)
             return 2
-        written = render_all(params, args.out)
-        password = ensure_admin_password(params, args.out) if params.profile == "native" \
-            else None
+        if args.topology == "scale-out":
+            written = render_scale_out(params, _scale_out_params(args), args.out)
+            password = None
+        else:
+            written = render_all(params, args.out)
+            password = ensure_admin_password(params, args.out) if params.profile == "native" \
+                else None
     except ConfigError as exc:
         print(f"llm-observe render: {exc}", file=sys.stderr)
         return 2
@@ -192,7 +224,8 @@ def run(args: argparse.Namespace) -> int:
               f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else ""),
               file=sys.stderr)
         return 2
-    line = f"rendered {len(written)} files into {args.out.resolve()} ({params.profile} profile)"
+    kind = "scale-out topology" if args.topology == "scale-out" else f"{params.profile} profile"
+    line = f"rendered {len(written)} files into {args.out.resolve()} ({kind})"
     if password is not None:
         path, created = password
         verb = "generated in" if created else "kept in"
