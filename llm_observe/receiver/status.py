@@ -27,4 +27,5 @@ def rpc_status(code: int, message: str, retry_after_s: float | None = None) -> s
 
 def status_json(status: status_pb2.Status) -> bytes:
     """The proto3 JSON of a Status (``{"code": 8, "message": ..., "details": [{"@type"...}]}``)."""
-    return json_format.MessageToJson(status, indent=None).encode()
+    text: str = json_format.MessageToJson(status, indent=None)
+    return text.encode()
