@@ -65,7 +65,8 @@ _INT_RANGES = {_F.TYPE_INT32: (-(2**31), 2**31 - 1), _F.TYPE_ENUM: (-(2**31), 2*
 
 # --- every other message: driven by the official descriptors ---------------------------
 
-Field = tuple[bytes, Callable[[Any], bytes], bool]  # tag, value encoder, repeated
+# tag, value encoder, repeated, the message's own table (None for scalars and attributes)
+Field = tuple[bytes, Callable[[Any], bytes], bool, "dict[str, Any] | None"]
 _tables: dict[str, dict[str, Field]] = {}
 
 
@@ -123,10 +124,13 @@ def _table(message: Descriptor) -> dict[str, Field]:
         repeated = fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == 3
         if repeated and fd.type == _F.TYPE_MESSAGE and fd.message_type.full_name == _KEYVALUE:
             tag = varint(fd.number << 3 | 2)
-            field: Field = (b"", lambda v, tag=tag: attributes(v, tag), False)  # type: ignore[misc]
+            field: Field = (b"", lambda v, tag=tag: attributes(v, tag),  # type: ignore[misc]
+                            False, None)
         else:
             wire, encode = _encoder(fd)
-            field = (varint(fd.number << 3 | wire), encode, repeated)
+            sub = (_table(fd.message_type) if fd.type == _F.TYPE_MESSAGE
+                   and fd.message_type.full_name != _ANY else None)
+            field = (varint(fd.number << 3 | wire), encode, repeated, sub)
         table[fd.json_name] = table[fd.name] = field
     return table
 
@@ -134,47 +138,62 @@ def _table(message: Descriptor) -> dict[str, Field]:
 def _message(obj: Any, table: dict[str, Field]) -> bytes:
     if type(obj) is not dict:
         raise Bad("must be an object")
-    out = []
+    out: list[bytes] = []
     for key, value in obj.items():
         field = table.get(key)
-        if field is None or value is None:  # unknown fields are ignored; null = unset
-            continue
-        tag, encode, repeated = field
-        try:
-            if not repeated:
-                out.append(tag + encode(value))
-                continue
-            if type(value) is not list:
-                raise Bad("must be a list")
-            for i, item in enumerate(value):
-                try:
-                    out.append(tag + encode(item))
-                except Bad as exc:
-                    exc.where.append(f"[{i}]")
-                    raise
-        except Bad as exc:
-            exc.where.append(key)
-            raise
+        if field is not None:  # unknown fields are ignored
+            try:
+                encode_field(out, field, value)
+            except Bad as exc:
+                exc.where.append(key)
+                raise
     return b"".join(out)
 
 
+def encode_field(out: list[bytes], field: Field, value: Any) -> None:
+    """Append one field's encoding (every item of a repeated one) to ``out``; null = unset."""
+    if value is None:
+        return
+    tag, encode, repeated, _ = field
+    if not repeated:
+        out.append(tag + encode(value))
+        return
+    if type(value) is not list:
+        raise Bad("must be a list")
+    for i, item in enumerate(value):
+        try:
+            out.append(tag + encode(item))
+        except Bad as exc:
+            exc.where.append(f"[{i}]")
+            raise
+
+
 _REQUEST = _table(ExportTraceServiceRequest.DESCRIPTOR)
+STREAM_MIN_BYTES = 1024 * 1024  # ~1,000 spans: orjson takes them in a few ms
 
 
-def _where(parts: list[str]) -> str:
+def where_of(parts: list[str]) -> str:
     return "".join(p if p.startswith("[") else f".{p}" for p in reversed(parts)).lstrip(".")
 
 
 def to_protobuf(body: bytes, table: dict[str, Field] = _REQUEST) -> bytes:
-    """The protobuf bytes of an OTLP/JSON request body; RequestInvalid if it is not one."""
+    """The protobuf bytes of an OTLP/JSON request body; RequestInvalid if it is not one.
+
+    A body over STREAM_MIN_BYTES is parsed piece by piece (:mod:`.jsonstream`): one
+    ``loads`` of 16 MiB holds the GIL, and so the collector's event loop, for a second.
+    """
     try:
-        data = _loads(body)
-    except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError is a ValueError
-        raise RequestInvalid(f"not valid JSON: {exc}") from None
-    try:
+        if len(body) > STREAM_MIN_BYTES:
+            from llm_observe.otlp.jsonstream import stream
+
+            return stream(body, table)
+        try:
+            data = _loads(body)
+        except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError: a ValueError
+            raise RequestInvalid(f"not valid JSON: {exc}") from None
         return _message(data, table)
     except Bad as exc:
-        where = _where(exc.where)
+        where = where_of(exc.where)
         raise RequestInvalid(f"not a valid OTLP/JSON request: {where or 'body'}: {exc}") \
             from None
     except RecursionError:

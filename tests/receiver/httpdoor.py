@@ -57,9 +57,11 @@ class HttpStack(Stack):
 
 async def make_http_stack(sink: OtlpSink, *, max_message_bytes: int = 4 * MiB,
                           token: str | None = None, max_spans: int = 20_000,
-                          settings: Settings | None = None, **forwarder_kw: Any) -> HttpStack:
-    base = await make_stack(sink, max_message_bytes=max_message_bytes, settings=settings,
-                            **forwarder_kw)
+                          settings: Settings | None = None,
+                          queue_spans: int | None = None) -> HttpStack:
+    """``queue_spans``: the forwarder's queue bound (make_stack's ``max_spans``)."""
+    kw = {} if queue_spans is None else {"max_spans": queue_spans}
+    base = await make_stack(sink, max_message_bytes=max_message_bytes, settings=settings, **kw)
     http = await start_http_receiver(base.collector.pipeline, base.registry, "127.0.0.1", 0,
                                      max_message_bytes, token=token, max_spans=max_spans)
     return HttpStack(base.registry, base.collector, base.forwarder, base.receiver, http)
