@@ -137,7 +137,8 @@ def test_start_options_change_ports_name_image_and_mounts(
     config = tmp_path / "cfg"
     config.mkdir()
     assert cli("start", "--name", "obs2", "--api-port", "18002", "--grafana-port", "13002",
-               "--otlp-port", "14317", "--otlp-http-port", "14318", "--prometheus-port", "19090", "--metrics-port", "19464",
+               "--otlp-port", "14317", "--otlp-http-port", "14318", "--prometheus-port", "19090",
+               "--metrics-port", "19464",
                "--tag", "unstable", "--bind", "127.0.0.1", "--config-dir", str(config)) == 0
     (run,) = [c for c in docker.calls if c[0] == "run"]
     assert run == [
