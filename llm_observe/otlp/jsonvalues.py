@@ -97,6 +97,7 @@ def hexid(value: Any) -> bytes:
 _CACHE_MAX = 4096  # distinct attribute keys / short values remembered (bounded: hostile input)
 _keys: dict[str, bytes] = {}
 _short: dict[str, bytes] = {}
+_pairs: dict[bytes, dict[tuple[str, str], bytes]] = {}
 
 
 def length(n: int) -> bytes:
@@ -119,8 +120,14 @@ def any_value(value: Any) -> bytes:
             if len(data) <= 64 and len(_short) < _CACHE_MAX:
                 _short[v] = out
             return out
-        if key == "intValue" and type(v) is int and -(2**63) <= v < 2**63:
-            return b"\x18" + (SMALL[v] if 0 <= v < 128 else varint(v))
+        if key == "intValue":  # int64: a decimal string by the proto3 JSON mapping
+            if type(v) is str and v.isdigit() and len(v) < 19:
+                n = int(v)
+                return b"\x18" + (SMALL[n] if n < 128 else varint(n))
+            if type(v) is int and -(2**63) <= v < 2**63:
+                return b"\x18" + (SMALL[v] if 0 <= v < 128 else varint(v))
+        elif key == "doubleValue" and type(v) is float:
+            return b"\x21" + _pack_d(v)
     return _any_slow(value)
 
 
@@ -172,11 +179,23 @@ def attributes(items: Any, tag: bytes) -> bytes:
         raise Bad("must be a list of {key, value}")
     out: list[bytes] = []
     append, keys = out.append, _keys
+    pairs = _pairs.get(tag)  # entries start with the field's tag: one cache per tag
+    if pairs is None:
+        pairs = _pairs[tag] = {}
     for i, kv in enumerate(items):
         try:
             if type(kv) is not dict:
                 raise Bad("must be a {key, value} object")
             key, value = kv.get("key"), kv.get("value")
+            # the same short string under the same key (model, provider, operation ...):
+            # the whole entry was encoded before
+            short = value.get("stringValue") if type(value) is dict and len(value) == 1 \
+                else None
+            if type(short) is str and type(key) is str:
+                entry = pairs.get((key, short))
+                if entry is not None:
+                    append(entry)
+                    continue
             head = keys.get(key) if type(key) is str else None
             if head is None:
                 head = b"" if key is None else ld(b"\x0a", string(key))
@@ -185,7 +204,11 @@ def attributes(items: Any, tag: bytes) -> bytes:
             if value is not None:
                 data = any_value(value)
                 head += b"\x12" + length(len(data)) + data
-            append(tag + length(len(head)) + head)
+            entry = tag + length(len(head)) + head
+            if type(short) is str and type(key) is str and len(short) <= 64 \
+                    and len(pairs) < _CACHE_MAX:
+                pairs[(key, short)] = entry
+            append(entry)
         except Bad as exc:
             exc.where.append(f"[{i}]")
             raise

@@ -19,8 +19,11 @@ place (``resourceSpans[0].scopeSpans[0].spans[3].traceId: ...``).
 
 from __future__ import annotations
 
+import gc
 import struct
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -172,6 +175,36 @@ _REQUEST = _table(ExportTraceServiceRequest.DESCRIPTOR)
 STREAM_MIN_BYTES = 1024 * 1024  # ~1,000 spans: orjson takes them in a few ms
 
 
+_gc_lock = threading.Lock()
+_gc_users = 0
+_gc_was_enabled = True
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a JSON tree is built and encoded.
+
+    A parsed JSON tree holds no reference cycles (refcounting frees it whole), but the
+    ~50,000 containers of a 512-span request set off collections that re-traverse the
+    growing tree: measured, ``orjson.loads`` cost 20 µs a span with collections and 7 µs
+    without. Nested and concurrent users share one pause; the collector is switched back
+    on by the last one out, and only if it was on before the first came in.
+    """
+    global _gc_users, _gc_was_enabled
+    with _gc_lock:
+        if _gc_users == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_users += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_users -= 1
+            if _gc_users == 0 and _gc_was_enabled:
+                gc.enable()
+
+
 def where_of(parts: list[str]) -> str:
     return "".join(p if p.startswith("[") else f".{p}" for p in reversed(parts)).lstrip(".")
 
@@ -183,15 +216,16 @@ def to_protobuf(body: bytes, table: dict[str, Field] = _REQUEST) -> bytes:
     ``loads`` of 16 MiB holds the GIL, and so the collector's event loop, for a second.
     """
     try:
-        if len(body) > STREAM_MIN_BYTES:
-            from llm_observe.otlp.jsonstream import stream
+        with gc_paused():
+            if len(body) > STREAM_MIN_BYTES:
+                from llm_observe.otlp.jsonstream import stream
 
-            return stream(body, table)
-        try:
-            data = _loads(body)
-        except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError: a ValueError
-            raise RequestInvalid(f"not valid JSON: {exc}") from None
-        return _message(data, table)
+                return stream(body, table)
+            try:
+                data = _loads(body)
+            except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError: ValueError
+                raise RequestInvalid(f"not valid JSON: {exc}") from None
+            return _message(data, table)
     except Bad as exc:
         where = where_of(exc.where)
         raise RequestInvalid(f"not a valid OTLP/JSON request: {where or 'body'}: {exc}") \
