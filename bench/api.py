@@ -73,7 +73,7 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
     env.update(SERVER_ENV)
     proc = subprocess.Popen(
         [sys.executable, "-m", "llm_observe.cli", "serve", "--port", str(port),
-         "--metrics-port", str(metrics), "--log-level", "warning"],
+         "--metrics-port", str(metrics), "--otlp-http-port", "0", "--log-level", "warning"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     assert proc.stdout is not None
     for line in proc.stdout:

@@ -58,7 +58,7 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "llm_observe.cli", "serve", "--port", str(self.port),
              "--metrics-port", str(self.metrics), "--otlp-port", str(self.otlp),
-             "--log-level", "error"],
+             "--otlp-http-port", "0", "--log-level", "error"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         assert self.proc.stdout is not None
         for line in self.proc.stdout:

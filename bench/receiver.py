@@ -1,4 +1,5 @@
-"""OTLP receiver benchmark (issue 4): floor vs full receiver, with and without text, outage.
+"""OTLP receiver benchmark (issues 4, 12): floor vs full receiver, with and without text,
+outage; the OTLP/HTTP door (protobuf, JSON) as a ratio of the gRPC door.
 
 Three processes per run, as in production: the load (a grpc client sending
 pre-encoded 512-span requests from N concurrent streams), the server under test,
@@ -10,6 +11,8 @@ and a loopback OTLP sink standing in for Tempo. Prints JSON lines:
 - ``full``: ``start_receiver`` + every processor ``build_collector`` assembles +
   Prometheus exporter + OTLP forwarder to the sink; ratio against the aio floor;
 - ``*_text``: the same with ~200-character prompt and completion on every span;
+- ``http_proto`` / ``http_json`` (``*_text``): the full receiver through the OTLP/HTTP
+  door (bench/receiver_http.py), ``ratio_vs_grpc`` against ``full`` (``full_text``);
 - ``outage``: the sink stops for ``--outage-s`` seconds mid-run and comes back;
   the load retries refused requests as an SDK does; spans lost = accepted - received.
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import multiprocessing as mp
 import random
 import statistics
@@ -205,8 +209,9 @@ def run_floor(flavour: str, ready: Any, stop: Any, report: Any) -> None:
 
 
 def run_full(sink_port: int, flavour: str, ready: Any, stop: Any, report: Any,
-             queue_max_spans: int = 100_000) -> None:
-    """The product: start_receiver + build_collector + the OTLP forwarder to the sink."""
+             queue_max_spans: int = 100_000, door: str = "grpc") -> None:
+    """The product: start_receiver + build_collector + the OTLP forwarder to the sink;
+    ``door`` "http" also starts the OTLP/HTTP door and hands out its port."""
     from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -224,10 +229,19 @@ def run_full(sink_port: int, flavour: str, ready: Any, stop: Any, report: Any,
         collector = build_collector(settings, registry, exporters=[forwarder])
         receiver = await start_receiver(collector.pipeline, registry, "127.0.0.1", 0,
                                         settings.otlp_max_message_bytes, flavour=flavour)
-        ready.put((receiver.port, [p.name for p in collector.pipeline.processors]))
+        http = None
+        if door == "http":
+            from bench.receiver_http import start_http_door
+            http = await start_http_door(collector, registry, settings.otlp_max_message_bytes)
+        gc.collect()  # as `llm-observe serve` does: the start-up heap is never rescanned
+        gc.freeze()
+        ready.put((receiver.port if http is None else http.port,
+                   [p.name for p in collector.pipeline.processors]))
         cpu = time.process_time()
         await asyncio.get_running_loop().run_in_executor(None, stop.get)
         cpu = time.process_time() - cpu
+        if http is not None:
+            await http.stop(1)
         await receiver.stop(1)
         await collector.pipeline.shutdown(60)
         text = generate_latest(registry).decode()
@@ -308,7 +322,10 @@ def throughput(ctx: Any, server: str, requests: list[bytes], args: argparse.Name
                sink: Sink) -> tuple[float, float, float]:
     """Run one server under load; returns (spans/s, p99 ms, server CPU µs per span)."""
     ready, stop, report, results = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Queue()
-    if server.startswith("full"):
+    if server.startswith("http_"):  # the OTLP/HTTP door: http_proto, http_json
+        proc = ctx.Process(target=run_full, args=(sink.port, "aio", ready, stop, report,
+                                                  100_000, "http"))
+    elif server.startswith("full"):
         flavour = "threads" if server == "full_thread" else "aio"
         proc = ctx.Process(target=run_full, args=(sink.port, flavour, ready, stop, report))
     else:
@@ -317,8 +334,15 @@ def throughput(ctx: Any, server: str, requests: list[bytes], args: argparse.Name
     proc.start()
     started = ready.get(timeout=60)
     port = started[0] if isinstance(started, tuple) else started
-    load = ctx.Process(target=run_load, args=(port, requests, args.seconds, args.warmup,
-                                              args.streams, False, results))
+    if server.startswith("http_"):
+        from bench.receiver_http import CONTENT_TYPES, run_load_http
+        encoding = server.split("_")[1]
+        load = ctx.Process(target=run_load_http, args=(
+            port, requests, CONTENT_TYPES[encoding], args.seconds, args.warmup, args.streams,
+            results))
+    else:
+        load = ctx.Process(target=run_load, args=(port, requests, args.seconds, args.warmup,
+                                                  args.streams, False, results))
     load.start()
     accepted, latencies, _ = results.get(timeout=args.seconds + args.warmup + 120)
     load.join()
@@ -392,8 +416,11 @@ def main() -> None:
     sink = Sink(ctx)
     try:
         plain, text = make_requests(16, False), make_requests(16, True)
+        from bench.receiver_http import http_bodies, ratio_figures
         runs = [("floor_aio", plain), ("floor_thread", plain), ("full", plain),
-                ("full_thread", plain), ("floor_aio_text", text), ("full_text", text)]
+                ("full_thread", plain), ("floor_aio_text", text), ("full_text", text),
+                ("http_proto", plain), ("http_json", http_bodies(plain, "json")),
+                ("http_proto_text", text), ("http_json_text", http_bodies(text, "json"))]
         runs = [(n, r) for n, r in runs if not args.only or args.only in n]
         # The machine is shared: alternate the servers and keep the median of each.
         samples: dict[str, list[tuple[float, float, float]]] = {n: [] for n, _ in runs}
@@ -403,9 +430,11 @@ def main() -> None:
                                                 args, sink))
         figures = {n: tuple(statistics.median(x[i] for x in v) for i in range(3))
                    for n, v in samples.items()}
+        http_extra = ratio_figures(figures)
         for name, (rate, p99, cpu_us) in figures.items():
             extra: dict[str, Any] = {"batch": BATCH, "streams": args.streams,
-                                     "text": name.endswith("_text"), "repeats": args.repeats}
+                                     "text": name.endswith("_text"), "repeats": args.repeats,
+                                     **http_extra.get(name, {})}
             if name.startswith("full"):
                 floor = figures.get("floor_aio_text" if extra["text"] else "floor_aio")
                 if floor:

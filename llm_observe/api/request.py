@@ -4,9 +4,8 @@ Handlers call :func:`json_object` and then pull typed fields with :class:`Fields
 collects every bad field before answering, so a client fixes all of them in one go.
 
 The app is built with :data:`HANDLER_ARGS`: aiohttp hands over gzip/deflate bodies as
-sent, :func:`read_body` inflates them in small steps, yielding the loop, and stops as soon
-as the output passes the body limit (a 1 MB gzip bomb costs 1 MiB of inflation, and the
-lingering read after an early answer discards compressed bytes instead of inflating them).
+sent, and :func:`read_body` inflates them with the bounded inflater every HTTP door shares
+(:mod:`llm_observe.httpbody`: small steps, yielding the loop, stopped at the body limit).
 """
 
 from __future__ import annotations
@@ -15,14 +14,12 @@ import asyncio
 import json
 import math
 import re
-import time
-import zlib
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
 from aiohttp import hdrs, web
-from aiohttp.web_protocol import RequestPayloadError
 
+from llm_observe import httpbody
 from llm_observe.api.errors import ApiError, validation_error
 from llm_observe.api.keys import AppKeys
 from llm_observe.errors import FieldError
@@ -35,9 +32,6 @@ NO_BODY: Any = object()  # an optional body that was not sent (distinct from JSO
 # Bodies above this run their CPU work (tokenising, scanning) in a thread, so one 1 MiB
 # request does not stall every other request on the loop for tens of milliseconds.
 OFF_LOOP_BYTES = 32_768
-_GZIP = ("gzip", "x-gzip")
-_INFLATE_STEP = 65_536  # output bytes per zlib call: ~0.1 ms of work
-_SLICE_S = 0.005  # loop time a body read may take before it yields
 # A lone surrogate can only arrive as an escape (the body is strict UTF-8). Bodies with no
 # surrogate escape left once escaped backslashes and valid pairs are cut skip the walk.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -66,66 +60,18 @@ def _too_large(limit: int, what: str) -> ApiError:
                     {"limit_bytes": limit})
 
 
-def _unreadable(why: str) -> ApiError:
-    return ApiError(400, "malformed_body", f"request body cannot be read: {why}")
-
-
-class _Inflater:
-    """gzip/deflate inflation in steps of at most _INFLATE_STEP output bytes, capped."""
-
-    __slots__ = ("gzip", "limit", "mark", "pending", "z")
-
-    def __init__(self, encoding: str, limit: int) -> None:
-        self.gzip, self.limit, self.mark = encoding in _GZIP, limit, time.perf_counter()
-        self.z: Any = None
-        self.pending = False  # the last step filled its output: zlib may hold more
-
-    async def feed(self, data: bytes, out: bytearray) -> None:
-        """Inflate ``data`` onto ``out``; 413 past the limit, 400 on a corrupt stream."""
-        while data or self.pending:
-            if self.z is None or self.z.eof:  # gzip may hold several members; deflate not
-                if self.z is not None and not self.gzip:
-                    raise _unreadable("data after the end of the deflate stream")
-                # "deflate" is zlib-wrapped by the RFC but raw from some clients: sniff
-                self.z = zlib.decompressobj(31 if self.gzip else 15 if (data[0] & 15) == 8
-                                            else -15)
-            try:
-                piece = self.z.decompress(data, _INFLATE_STEP)
-            except zlib.error as exc:
-                raise _unreadable(f"it does not match its Content-Encoding ({exc})") from None
-            out += piece
-            if len(out) > self.limit:
-                raise _too_large(self.limit, "request body inflates past the limit")
-            self.pending = len(piece) == _INFLATE_STEP and not self.z.eof
-            data = self.z.unused_data if self.z.eof else self.z.unconsumed_tail
-            if time.perf_counter() - self.mark > _SLICE_S:
-                await asyncio.sleep(0)
-                self.mark = time.perf_counter()
-
-
 async def read_body(request: web.Request) -> bytes:
-    """The body, inflated if gzip/deflate; 413 once raw or inflated bytes pass the limit."""
+    """The body, inflated if gzip/deflate (:func:`llm_observe.httpbody.read_body`): 415 for
+    another Content-Encoding, 413 once raw or inflated bytes pass the limit, 400 unreadable."""
     limit = request.app[AppKeys.max_body]
-    encoding = request.headers.get(hdrs.CONTENT_ENCODING, "identity").strip().lower()
-    if encoding not in ("identity", "deflate", *_GZIP):
-        raise ApiError(415, "unsupported_encoding", f"Content-Encoding {encoding!r} is not "
-                       "supported; send gzip, deflate or identity")
-    inflater = None if encoding == "identity" else _Inflater(encoding, limit)
-    body, raw = bytearray(), 0
     try:
-        async for chunk in request.content.iter_any():
-            raw += len(chunk)
-            if raw > limit:
-                raise _too_large(limit, "request body is over the limit")
-            if inflater is None:
-                body += chunk
-            else:
-                await inflater.feed(chunk, body)
-    except RequestPayloadError as exc:  # a broken chunked framing and the like
-        raise _unreadable(str(getattr(exc, "message", exc))) from None
-    if inflater is not None and raw and not inflater.z.eof:
-        raise _unreadable("the compressed stream is cut short")
-    return bytes(body)
+        return await httpbody.read_body(request, limit)
+    except httpbody.UnsupportedEncoding as exc:
+        raise ApiError(415, "unsupported_encoding", str(exc)) from None
+    except httpbody.BodyTooLarge as exc:
+        raise ApiError(413, "payload_too_large", str(exc), {"limit_bytes": limit}) from None
+    except httpbody.BodyError as exc:
+        raise ApiError(400, "malformed_body", str(exc)) from None
 
 
 async def json_body(request: web.Request, *, optional: bool = False) -> Any:

@@ -42,6 +42,7 @@ class StackOptions:
     api_port: int = 8002
     grafana_port: int = 3002
     otlp_port: int = 4317
+    otlp_http_port: int = 4318
     prometheus_port: int = 9090
     metrics_port: int = 9464
     image: str = DEFAULT_IMAGE
@@ -74,7 +75,8 @@ def docker_run_args(opts: StackOptions) -> list[str]:
             "--label", f"io.llm-observe.stack={opts.name}"]
     prefix = f"{opts.bind}:"
     for host, inside in ((opts.api_port, 8000), (opts.grafana_port, 3000),
-                         (opts.otlp_port, 4317), (opts.prometheus_port, 9090),
+                         (opts.otlp_port, 4317), (opts.otlp_http_port, 4318),
+                         (opts.prometheus_port, 9090),
                          (opts.metrics_port, 9464)):
         args += ["--publish", f"{prefix}{host}:{inside}"]
     args += ["--volume", f"{opts.volume}:{DATA_DIR}"]
@@ -145,6 +147,7 @@ def _urls(opts: StackOptions, password: str | None) -> list[str]:
             f"  Grafana     http://{host}:{opts.grafana_port}  ({pw})",
             f"  Prometheus  http://{host}:{opts.prometheus_port}",
             f"  OTLP gRPC   {host}:{opts.otlp_port}",
+            f"  OTLP HTTP   http://{host}:{opts.otlp_http_port}/v1/traces",
             f"  /metrics    http://{host}:{opts.metrics_port}/metrics",
             f"  published on {opts.bind} only" if opts.bind in ("127.0.0.1", "::1") else
             f"  published on {opts.bind}",
@@ -220,6 +223,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     for flag, default, what in (("--api-port", d.api_port, "REST API"),
                                 ("--grafana-port", d.grafana_port, "Grafana dashboards"),
                                 ("--otlp-port", d.otlp_port, "OTLP gRPC trace ingest"),
+                                ("--otlp-http-port", d.otlp_http_port,
+                                 "OTLP/HTTP trace ingest"),
                                 ("--prometheus-port", d.prometheus_port, "Prometheus UI"),
                                 ("--metrics-port", d.metrics_port, "/metrics scrape endpoint")):
         parser.add_argument(flag, type=int, default=default,
@@ -246,7 +251,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"llm-observe: --config-dir {args.config_dir} is not a directory", file=sys.stderr)
         return 2
     opts = StackOptions(name=args.name, api_port=args.api_port, grafana_port=args.grafana_port,
-                        otlp_port=args.otlp_port, prometheus_port=args.prometheus_port,
+                        otlp_port=args.otlp_port, otlp_http_port=args.otlp_http_port,
+                        prometheus_port=args.prometheus_port,
                         metrics_port=args.metrics_port, image=args.image, tag=args.tag,
                         bind=args.bind, config_dir=args.config_dir)
     return start(opts, docker)

@@ -1,4 +1,4 @@
-"""``llm-observe serve``: the collector process (REST API, /metrics, OTLP receiver).
+"""``llm-observe serve``: the collector process (REST API, /metrics, OTLP gRPC + HTTP doors).
 
 Settings come from defaults < ``LLM_OBSERVE_*`` environment < command-line options. A bad
 setting or config file stops start-up with one line on stderr and exit code 2; a port
@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--metrics-port", type=int, help="scrape endpoint port (default 9464)")
     parser.add_argument("--otlp-port", type=int,
                         help="OTLP gRPC receiver port (default 4317; 0 disables it)")
+    parser.add_argument("--otlp-http-port", type=int,
+                        help="OTLP/HTTP receiver port, POST /v1/traces (default 4318; "
+                             "0 disables it)")
     parser.add_argument("--config-dir",
                         help="directory with model_prices.yaml and patterns.yaml")
     parser.add_argument("--no-metrics-init", action="store_true",
@@ -74,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = Settings.from_env(
             host=args.host, port=args.port, metrics_port=args.metrics_port,
-            otlp_port=args.otlp_port, config_dir=args.config_dir,
+            otlp_port=args.otlp_port, otlp_http_port=args.otlp_http_port,
+            config_dir=args.config_dir,
             metrics_init=False if args.no_metrics_init else None)
         alerts = _alert_params(settings) if args.with_prometheus else None
         collector = _build(settings)
@@ -145,6 +149,7 @@ async def _serve(collector: Any, args: argparse.Namespace, alerts: Any) -> int:
                            shutdown_timeout=min(5.0, settings.shutdown_timeout_s))
     await runner.setup()
     receiver: Any = None
+    http_receiver: Any = None
     prometheus: Any = None
     try:
         try:
@@ -159,6 +164,7 @@ async def _serve(collector: Any, args: argparse.Namespace, alerts: Any) -> int:
             except PortInUse as exc:
                 raise _StartupError(f"scrape endpoint {exc}") from None
         receiver = await _start_receiver(collector)
+        http_receiver = await _start_http_receiver(collector)
         if collector.embedder is not None:
             collector.embedder.start_warmup()  # background thread: the API answers 503 until ready
         if args.with_prometheus:
@@ -175,13 +181,14 @@ async def _serve(collector: Any, args: argparse.Namespace, alerts: Any) -> int:
         for sig in signals:
             loop.add_signal_handler(sig, on_signal)
         # after the handlers: ready means stoppable
-        _announce(settings, scrape, receiver,
+        _announce(settings, scrape, receiver, http_receiver,
                   args.prometheus_port if prometheus is not None else None)
         await stop.wait()
         log.info("shutting down: stopping intake, draining the pipeline")
     finally:
-        if receiver is not None:
-            await receiver.stop(min(5.0, settings.shutdown_timeout_s))
+        for door in (receiver, http_receiver):
+            if door is not None:
+                await door.stop(min(5.0, settings.shutdown_timeout_s))
         await runner.cleanup()  # the API closes its resources
         await collector.pipeline.shutdown(settings.shutdown_timeout_s)
         if prometheus is not None:
@@ -213,6 +220,24 @@ async def _start_receiver(collector: Any) -> Any:
     except OSError as exc:
         raise _StartupError(f"OTLP receiver cannot listen on {host}:{settings.otlp_port}: "
                             f"{exc.strerror or 'gRPC could not bind it'}") from None
+
+
+async def _start_http_receiver(collector: Any) -> Any:
+    settings = collector.settings
+    if settings.otlp_http_port == 0:
+        return None
+    from llm_observe.receiver import start_http_receiver
+
+    host = settings.otlp_http_host or settings.otlp_host or settings.host
+    try:
+        return await start_http_receiver(
+            collector.pipeline, collector.registry, host, settings.otlp_http_port,
+            settings.otlp_max_message_bytes, max_spans=settings.otlp_max_spans_per_request,
+            token=settings.otlp_token, grace_s=min(5.0, settings.shutdown_timeout_s))
+    except OSError as exc:
+        reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+        raise _StartupError(f"OTLP/HTTP receiver cannot listen on {host}:"
+                            f"{settings.otlp_http_port}: {reason}") from None
 
 
 def _bind_reason(host: str, port: int) -> str | None:
@@ -259,7 +284,8 @@ async def _start_prometheus(settings: Any, ui_port: int, alerts: Any) -> Any:
     return proc
 
 
-def _announce(settings: Any, scrape: Any, receiver: Any, prometheus_port: int | None) -> None:
+def _announce(settings: Any, scrape: Any, receiver: Any, http_receiver: Any,
+              prometheus_port: int | None) -> None:
     parts = [f"API http://{settings.host}:{settings.port}/v1"]
     if scrape.running:
         parts.append(f"metrics http://{scrape.host}:{scrape.port}/metrics")
@@ -267,6 +293,9 @@ def _announce(settings: Any, scrape: Any, receiver: Any, prometheus_port: int | 
         parts.append("metrics not initialized (POST /v1/metrics/init)")
     if receiver is not None:
         parts.append(f"OTLP {settings.otlp_host or settings.host}:{receiver.port}")
+    if http_receiver is not None:
+        host = settings.otlp_http_host or settings.otlp_host or settings.host
+        parts.append(f"OTLP/HTTP http://{host}:{http_receiver.port}/v1/traces")
     if prometheus_port is not None:  # only once it answered /-/ready
         parts.append(f"prometheus http://127.0.0.1:{prometheus_port}")
     print("llm-observe serve: ready: " + " | ".join(parts), flush=True)

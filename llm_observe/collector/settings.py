@@ -29,7 +29,9 @@ class Settings:
     metrics_host: str | None = None  # None = same as host
     metrics_port: int = 9464
     otlp_host: str | None = None  # None = same as host
-    otlp_port: int = 4317  # 0 disables the OTLP receiver
+    otlp_port: int = 4317  # 0 disables the OTLP/gRPC receiver
+    otlp_http_host: str | None = None  # None = same as otlp_host, else host
+    otlp_http_port: int = 4318  # 0 disables the OTLP/HTTP receiver
     metrics_init: bool = True
     # configuration files (None = the packaged defaults, or config_dir's files)
     config_dir: str | None = None
@@ -80,7 +82,8 @@ class Settings:
         """Return self, or raise ConfigError naming the first bad field."""
         for name in ("port", "metrics_port"):
             _check(1 <= getattr(self, name) <= 65535, name, "must be a port 1-65535")
-        _check(0 <= self.otlp_port <= 65535, "otlp_port", "must be a port 0-65535 (0 = off)")
+        for name in ("otlp_port", "otlp_http_port"):
+            _check(0 <= getattr(self, name) <= 65535, name, "must be a port 0-65535 (0 = off)")
         for name in ("max_body_bytes", "max_batch_spans", "otlp_max_message_bytes",
                      "otlp_max_spans_per_request",
                      "queue_max_spans", "queue_max_bytes", "embedding_batch_size",

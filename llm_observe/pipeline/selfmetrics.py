@@ -46,6 +46,10 @@ class ReceiverMetrics:
             "llm_observe_receiver_spans_refused", "Spans not accepted, by reason (backpressure: "
             "sender told to retry; invalid: rejected in the partial success; error)",
             ["reason"], registry=r)
+        self.discarded = Counter(
+            "llm_observe_receiver_discarded", "Metric data points and log records taken on "
+            "OTLP/HTTP /v1/metrics and /v1/logs and discarded (traces only are ingested; "
+            "the sender is told in partial_success)", ["signal"], registry=r)
         self.ok = self.requests.labels("ok")
         self.received_llm, self.received_other = self.received.labels("llm"), \
             self.received.labels("other")

@@ -170,6 +170,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                         help=f"collector /metrics port ({d.metrics_port})")
     parser.add_argument("--api-port", type=int, help=f"collector REST API port ({d.api_port})")
     parser.add_argument("--otlp-port", type=int, help=f"collector OTLP gRPC port ({d.otlp_port})")
+    parser.add_argument("--otlp-http-port", type=int,
+                        help=f"collector OTLP/HTTP port ({d.otlp_http_port})")
     parser.add_argument("--prometheus-port", type=int,
                         help=f"Prometheus UI/API port ({d.prometheus_port})")
     parser.add_argument("--grafana-port", type=int, help=f"Grafana port ({d.grafana_port})")
@@ -202,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
         params = RenderParams.for_profile(
             args.profile, scrape_interval=args.scrape_interval, metrics_host=args.metrics_host,
             metrics_port=args.metrics_port, api_port=args.api_port, otlp_port=args.otlp_port,
+            otlp_http_port=args.otlp_http_port,
             prometheus_port=args.prometheus_port, grafana_port=args.grafana_port,
             tempo_otlp_port=args.tempo_otlp_port, data_dir=args.data_dir, log_dir=args.log_dir,
             alerts=load_alert_params(args.alerts) if args.alerts else None)

@@ -23,29 +23,31 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from google.protobuf import any_pb2, duration_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
+from google.rpc import code_pb2, error_details_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
 )
 from prometheus_client import CollectorRegistry
 
-from llm_observe.errors import PermanentError
-from llm_observe.otlp.walk import RequestInvalid, Walked, count_spans, decode_request, walk
-from llm_observe.pipeline import Backpressure, Batch, Pipeline
+from llm_observe.otlp.walk import Walked
+from llm_observe.pipeline import Pipeline
 from llm_observe.pipeline.selfmetrics import ReceiverMetrics, receiver_metrics
 from llm_observe.receiver.auth import CHALLENGE, metadata_ok
+from llm_observe.receiver.export import (
+    DEFAULT_MAX_SPANS,
+    INLINE_MAX_BYTES,
+    ExportCore,
+    Kind,
+    Outcome,
+)
+from llm_observe.receiver.status import rpc_status
 
 log = logging.getLogger(__name__)
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 METHOD = "Export"
 FLAVOUR = "aio"  # chosen by measurement: docs/receiver.md
-DEFAULT_MAX_SPANS = 20_000  # per request (Settings.otlp_max_spans_per_request)
-# Requests larger than this are decoded and sorted in a thread, so one big request does not
-# hold the loop (the API, /metrics, other senders) while it is walked.
-INLINE_MAX_BYTES = 256 * 1024
 
 
 @dataclass
@@ -78,49 +80,65 @@ def retry_trailers(code: grpc.StatusCode, message: str,
                    delay_s: float) -> tuple[tuple[str, bytes], ...]:
     """Trailing metadata carrying RetryInfo: as google.rpc.Status details (OTel Collector,
     Go SDK) and as the bare ``google.rpc.retryinfo-bin`` the Python SDK reads."""
-    seconds = int(delay_s)
-    info = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(
-        seconds=seconds, nanos=int((delay_s - seconds) * 1e9)))
-    detail = any_pb2.Any()
-    detail.Pack(info)
-    status = status_pb2.Status(code=code.value[0], message=message, details=[detail])
+    status = rpc_status(code.value[0], message, delay_s)
+    info = error_details_pb2.RetryInfo()
+    status.details[0].Unpack(info)
     return (("grpc-status-details-bin", status.SerializeToString()),
             ("google.rpc.retryinfo-bin", info.SerializeToString()))
 
 
 assert grpc.StatusCode.RESOURCE_EXHAUSTED.value[0] == code_pb2.RESOURCE_EXHAUSTED
+_CODES = {Kind.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
+          Kind.TOO_LARGE: grpc.StatusCode.RESOURCE_EXHAUSTED,
+          Kind.UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
+          Kind.BACKPRESSURE: grpc.StatusCode.RESOURCE_EXHAUSTED,
+          Kind.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE}
+
+
+def answer(outcome: Outcome) -> Answer:
+    """An outcome in gRPC terms: RetryInfo trailers with backpressure only (as before the
+    HTTP door: an unexpected failure is UNAVAILABLE, which SDKs retry with their backoff)."""
+    if outcome.kind is Kind.OK:
+        if not outcome.rejected:
+            return Answer()
+        return Answer(body=ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
+            rejected_spans=outcome.rejected, error_message=outcome.message)).SerializeToString())
+    code = _CODES[outcome.kind]
+    if outcome.kind is Kind.UNAUTHENTICATED:
+        return Answer(code, CHALLENGE)
+    if outcome.kind is Kind.BACKPRESSURE:
+        return Answer(code, outcome.message,
+                      retry_trailers(code, outcome.message, outcome.retry_after_s))
+    return Answer(code, outcome.message)
 
 
 class TraceService:
-    """The Export handler: ``receive`` (decode + map, any thread), then ``handle`` (the
-    pipeline, on the event loop). One instance per receiver."""
+    """The Export handler: the shared :class:`ExportCore` (decode + map on any thread,
+    the pipeline on the event loop) with gRPC's metadata and status codes around it."""
 
     def __init__(self, pipeline: Pipeline, metrics: ReceiverMetrics,
                  loop: asyncio.AbstractEventLoop | None = None,
                  max_spans: int = DEFAULT_MAX_SPANS, token: str | None = None) -> None:
-        self.pipeline = pipeline
-        self.metrics = metrics
-        self.max_spans = max_spans
+        self.core = ExportCore(pipeline, metrics, max_spans, token)
         self.loop = loop
-        self.token = token.encode("utf-8") if token else None
 
     def refuse(self, context: Any) -> Answer | None:
         """UNAUTHENTICATED when a token is configured and the call lacks it, else None."""
-        if self.token is None or metadata_ok(context.invocation_metadata(), self.token):
+        token = self.core.token
+        if token is None or metadata_ok(context.invocation_metadata(), token):
             return None
-        self.metrics.requests.labels("unauthenticated").inc()
-        return Answer(grpc.StatusCode.UNAUTHENTICATED, CHALLENGE)
+        return answer(self.core.unauthenticated())
 
     async def export(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         """The grpc.aio handler (on the loop)."""
         got: Walked | Answer | None = self.refuse(context)
-        if got is None:  # a large request is decoded and sorted off the loop (~15 µs a kB)
+        if got is None:  # a large request is decoded and sorted off the loop
             got = (self.receive(request) if len(request) <= INLINE_MAX_BYTES else await
                    asyncio.get_running_loop().run_in_executor(None, self.receive, request))
-        answer = got if isinstance(got, Answer) else await self.handle(got)
-        if answer.code is not None:
-            await context.abort(answer.code, answer.message, trailing_metadata=answer.trailers)
-        return answer.body
+        result = got if isinstance(got, Answer) else await self.handle(got)
+        if result.code is not None:
+            await context.abort(result.code, result.message, trailing_metadata=result.trailers)
+        return result.body
 
     def export_in_thread(self, request: bytes, context: grpc.ServicerContext) -> bytes:
         """The thread-pool handler: map here, run the pipeline on the loop."""
@@ -135,59 +153,12 @@ class TraceService:
 
     def receive(self, request: bytes) -> Walked | Answer:
         """Decode and sort a request (CPU only; never touches the pipeline)."""
-        try:
-            decoded = decode_request(request)
-            n = count_spans(decoded)
-            if n > self.max_spans:  # mapping and enriching it would hold the loop for seconds
-                raise RequestInvalid(f"request holds {n} spans; at most {self.max_spans} are "
-                                     "taken per request: export smaller batches")
-            walked = walk(decoded)
-        except RequestInvalid as exc:
-            self.metrics.requests.labels("invalid").inc()
-            return Answer(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        self.metrics.received_llm.inc(len(walked.llm) + len(walked.rejected))
-        self.metrics.received_other.inc(walked.n_other)
-        return walked
+        got = self.core.receive(request)
+        return answer(got) if isinstance(got, Outcome) else got
 
     async def handle(self, walked: Walked) -> Answer:
         """Run the pipeline on a sorted request and say what to answer."""
-        m = self.metrics
-        n_llm, n_other, n_bad = len(walked.llm), walked.n_other, len(walked.rejected)
-        failed = await self._process(walked)
-        if failed is not None:
-            m.refused.labels("backpressure" if failed.trailers else "error").inc(n_llm + n_other)
-            return failed
-        m.accepted_llm.inc(n_llm)
-        m.accepted_other.inc(n_other)
-        if not n_bad:
-            m.ok.inc()
-            return Answer()
-        m.requests.labels("partial").inc()
-        m.refused.labels("invalid").inc(n_bad)
-        body: bytes = ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
-            rejected_spans=n_bad, error_message=walked.rejection_message())).SerializeToString()
-        return Answer(body=body)
-
-    async def _process(self, walked: Walked) -> Answer | None:
-        """Hand the spans on; an error answer when the sender must retry (or give up)."""
-        m = self.metrics
-        try:
-            # The request is the batch's origin: exporters that forward traces send its
-            # other spans on too. Room for all of them is asked before any work, so a
-            # refused request has changed nothing and its retry is not counted twice.
-            await self.pipeline.submit(Batch(walked.llm, walked))
-        except Backpressure as exc:
-            m.requests.labels("refused").inc()
-            code = grpc.StatusCode.RESOURCE_EXHAUSTED
-            return Answer(code, str(exc), retry_trailers(code, str(exc), exc.retry_after_s))
-        except PermanentError as exc:
-            m.requests.labels("invalid").inc()
-            return Answer(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        except Exception:
-            log.exception("OTLP export failed inside the pipeline")
-            m.requests.labels("error").inc()
-            return Answer(grpc.StatusCode.UNAVAILABLE, "internal error; retry later")
-        return None
+        return answer(await self.core.handle(walked))
 
 
 async def start_receiver(pipeline: Pipeline, registry: CollectorRegistry, host: str, port: int,

@@ -116,7 +116,8 @@ def test_start_runs_the_exact_container_and_prints_the_password(
         "--label", "io.llm-observe.stack=llm-observe",
         # loopback unless --bind says otherwise: no port reaches the network by default
         "--publish", "127.0.0.1:8002:8000", "--publish", "127.0.0.1:3002:3000",
-        "--publish", "127.0.0.1:4317:4317", "--publish", "127.0.0.1:9090:9090",
+        "--publish", "127.0.0.1:4317:4317", "--publish", "127.0.0.1:4318:4318",
+        "--publish", "127.0.0.1:9090:9090",
         "--publish", "127.0.0.1:9464:9464",
         "--volume", "llm-observe-data:/var/lib/llm-observe",
         "--env", "GF_SERVER_ROOT_URL=http://localhost:3002/",
@@ -127,6 +128,7 @@ def test_start_runs_the_exact_container_and_prints_the_password(
     out = capsys.readouterr().out
     assert "Grafana     http://localhost:3002  (user admin, password Zr7-generated-pw)" in out
     assert "REST API    http://localhost:8002/v1" in out
+    assert "OTLP HTTP   http://localhost:4318/v1/traces" in out
     assert "admin/admin" not in out
 
 
@@ -135,14 +137,16 @@ def test_start_options_change_ports_name_image_and_mounts(
     config = tmp_path / "cfg"
     config.mkdir()
     assert cli("start", "--name", "obs2", "--api-port", "18002", "--grafana-port", "13002",
-               "--otlp-port", "14317", "--prometheus-port", "19090", "--metrics-port", "19464",
+               "--otlp-port", "14317", "--otlp-http-port", "14318", "--prometheus-port", "19090",
+               "--metrics-port", "19464",
                "--tag", "unstable", "--bind", "127.0.0.1", "--config-dir", str(config)) == 0
     (run,) = [c for c in docker.calls if c[0] == "run"]
     assert run == [
         "run", "--detach", "--name", "obs2", "--restart", "unless-stopped",
         "--label", "io.llm-observe.stack=obs2",
         "--publish", "127.0.0.1:18002:8000", "--publish", "127.0.0.1:13002:3000",
-        "--publish", "127.0.0.1:14317:4317", "--publish", "127.0.0.1:19090:9090",
+        "--publish", "127.0.0.1:14317:4317", "--publish", "127.0.0.1:14318:4318",
+        "--publish", "127.0.0.1:19090:9090",
         "--publish", "127.0.0.1:19464:9464",
         "--volume", "obs2-data:/var/lib/llm-observe",
         "--env", "GF_SERVER_ROOT_URL=http://localhost:13002/",

@@ -34,8 +34,10 @@ def free_port() -> int:
 
 def env(**extra: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("LLM_OBSERVE_")}
-    # The embedding warm-up is CPU the serve tests do not need.
-    base.update(LLM_OBSERVE_EMBEDDING_ENABLED="false", **extra)
+    # The embedding warm-up is CPU the serve tests do not need; the OTLP/HTTP door stays
+    # off unless a test asks for it (4318 may be taken by another run on this machine).
+    base.update(LLM_OBSERVE_EMBEDDING_ENABLED="false", LLM_OBSERVE_OTLP_HTTP_PORT="0")
+    base.update(extra)
     return base
 
 

@@ -57,7 +57,8 @@ def _start_serve(api: int, metrics: int) -> subprocess.Popen[str]:
     env["LLM_OBSERVE_EMBEDDING_ENABLED"] = "false"
     proc = subprocess.Popen(
         [sys.executable, "-m", "llm_observe.cli", "serve", "--host", "127.0.0.1",
-         "--port", str(api), "--metrics-port", str(metrics), "--otlp-port", "0"],
+         "--port", str(api), "--metrics-port", str(metrics), "--otlp-port", "0",
+         "--otlp-http-port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     deadline = time.monotonic() + START_TIMEOUT_S

@@ -33,7 +33,8 @@ def _serve(tmp: Path, config_dir: Path, api: int, metrics: int,
     env.update(LLM_OBSERVE_EMBEDDING_ENABLED="false", XDG_DATA_HOME=str(tmp / "xdg"))
     return subprocess.Popen(
         [sys.executable, "-m", "llm_observe.cli", "serve", "--port", str(api),
-         "--metrics-port", str(metrics), "--otlp-port", "0", "--config-dir", str(config_dir),
+         "--metrics-port", str(metrics), "--otlp-port", "0", "--otlp-http-port", "0",
+         "--config-dir", str(config_dir),
          "--with-prometheus", "--prometheus-port", str(prom)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 

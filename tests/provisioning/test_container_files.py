@@ -87,7 +87,7 @@ def test_every_copied_path_exists_and_is_in_the_build_context() -> None:
 
 def test_image_exposes_the_spec_ports_and_uses_the_copied_entrypoint() -> None:
     (expose,) = [rest for word, rest in instructions() if word == "EXPOSE"]
-    assert set(expose.split()) == {"8000", "3000", "4317", "9090", "9464"}
+    assert set(expose.split()) == {"8000", "3000", "4317", "4318", "9090", "9464"}
     destinations = {src: dest for _, srcs, dest in copies() for src in srcs}
     (entry,) = [json.loads(rest) for word, rest in instructions() if word == "ENTRYPOINT"]
     assert entry == [destinations["docker/entrypoint.sh"]]
@@ -126,8 +126,8 @@ def test_supervisor_keeps_wal_logs_and_state_where_the_rendered_configs_expect()
     paths = RenderParams.for_profile("container").paths(Path(PROVISIONING))
     assert progs["collector"]["stdout_logfile"] == paths["collector_log"]  # Alloy tails it
     assert f"--storage.tsdb.path={launcher.DATA_DIR}/prometheus" in progs["prometheus"]["command"]
-    assert "serve --host 0.0.0.0 --port 8000 --metrics-port 9464 --otlp-port 4317" in \
-        progs["collector"]["command"]
+    assert "serve --host 0.0.0.0 --port 8000 --metrics-port 9464 --otlp-port 4317 " \
+        "--otlp-http-port 4318" in progs["collector"]["command"]
 
 
 def _mounts(service: dict[str, Any]) -> list[str]:
@@ -156,8 +156,8 @@ def test_compose_builds_and_mounts_only_existing_paths(name: str) -> None:
 def test_compose_publishes_the_spec_ports_on_loopback_only() -> None:
     (svc,) = _compose("compose.yaml")["services"].values()
     assert [p.split()[0] for p in svc["ports"]] == [
-        f"127.0.0.1:{p}" for p in ("8002:8000", "3002:3000", "4317:4317", "9090:9090",
-                                   "9464:9464")]
+        f"127.0.0.1:{p}" for p in ("8002:8000", "3002:3000", "4317:4317", "4318:4318",
+                                   "9090:9090", "9464:9464")]
     assert svc["image"].endswith(f":${{LLM_OBSERVE_TAG:-{launcher.DEFAULT_TAG}}}")
     assert f"llm-observe-data:{launcher.DATA_DIR}" in svc["volumes"]
     dev = _compose("compose.dev.yaml")["services"]

@@ -208,7 +208,8 @@ def test_collector_settings_file_is_read_by_settings(native: Path, container: Pa
             "LLM_OBSERVE_LOG_LEVEL", "LLM_OBSERVE_LOG_FORMAT"}  # serve's own logging options
         assert set(env) <= fields, set(env) - fields
         settings = Settings.from_env(env)
-        assert (settings.port, settings.metrics_port, settings.otlp_port) == (8000, 9464, 4317)
+        assert (settings.port, settings.metrics_port, settings.otlp_port,
+                settings.otlp_http_port) == (8000, 9464, 4317, 4318)
     native_settings = Settings.from_env(_env(native / "collector/collector.env"))
     assert native_settings.host == "127.0.0.1" and native_settings.tempo_endpoint is None
     boxed = Settings.from_env(_env(container / "collector/collector.env"))
