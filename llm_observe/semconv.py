@@ -199,6 +199,9 @@ LOGFIRE_SPAN_TYPE: Final = "logfire.span_type"  # "span", "log", "pending_span"
 
 # LiteLLM's OTel callback (litellm/integrations/opentelemetry.py): cost_breakdown keys.
 LITELLM_COST_TOTAL: Final = "gen_ai.cost.total_cost"  # USD
+# Its usage as a Python repr (cache and reasoning counts, which the default mode does
+# not set as gen_ai.usage.* keys).
+LITELLM_USAGE_OBJECT: Final = "metadata.usage_object"
 
 # Vercel AI SDK (vercel/ai packages/otel/src/legacy-open-telemetry.ts; ai <= 6
 # packages/ai/src/generate-text/stream-text.ts, ai 4 packages/ai/core/generate-text).

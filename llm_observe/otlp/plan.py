@@ -94,7 +94,7 @@ MAPPED_KEYS = (*MARKERS, *_MODEL, *_ACTUAL_MODEL, *_PROVIDER, *PROMPT_TOKENS,
                sc.SERVICE, sc.SERVICE_NAME, sc.LATENCY_MS_TOTAL, sc.STATUS, sc.ERROR_TYPE,
                sc.RETRY_COUNT, sc.ATTEMPTED_MODELS, sc.ENDPOINT, sc.TOKEN_COUNT_METHOD,
                sc.PII_DETECTED, sc.INJECTION_ATTEMPT, sc.IS_SAMPLED, sc.AI_USAGE_NO_CACHE_TOKENS,
-               sc.AI_RESPONSE_PROVIDER_METADATA)
+               sc.AI_RESPONSE_PROVIDER_METADATA, sc.LITELLM_USAGE_OBJECT)
 
 PLAN_MAX_KEYS = 128  # spans with more attributes are planned without the cache
 PLAN_MAX_KEY_CHARS = 8192  # nor are key sets longer than this: the cache holds the keys
@@ -114,7 +114,7 @@ class Plan:
                  "invocation", "is_llm", "kind", "langfuse", "latency", "method", "model", "ops",
                  "pii", "prompt", "prompt_texts", "provider", "reasoning", "retry", "sampled",
                  "service", "session", "status", "texts_in_attrs", "total", "ttft",
-                 "ttft_unit", "vercel")
+                 "ttft_unit", "usage_object", "vercel")
 
     def __init__(self, attrs: Any) -> None:
         def first(keys: tuple[str, ...]) -> str | None:
@@ -152,6 +152,9 @@ class Plan:
         self.langfuse = tuple(k for k in _LANGFUSE if k in attrs)
         self.vercel = (sc.AI_USAGE_INPUT_TOKENS in attrs or sc.AI_USAGE_PROMPT_TOKENS in attrs) \
             and sc.AI_USAGE_NO_CACHE_TOKENS not in attrs
+        # LiteLLM's default mode: cache counts only in its usage object.
+        self.usage_object = (opt(sc.LITELLM_USAGE_OBJECT) if self.cache_read is None
+                             and self.cache_write is None else None)
         self.prompt_texts = texts.candidates(attrs, texts.PROMPT)
         self.completion_texts = texts.candidates(attrs, texts.COMPLETION)
         # Whether a text family is an attribute; event families are read only when the

@@ -15,6 +15,11 @@ Langfuse (langfuse-python ``langfuse/_client/attributes.py``): a generation's
   subtracts every detail from ``input``/``output``): ``input`` beside ``input_*``,
   ``output`` beside ``output_*``, all exclusive, so they are added up.
 
+LiteLLM's OTel callback (``litellm/integrations/opentelemetry.py``) in its default mode
+sets no cache keys; its ``metadata.usage_object`` (a Python repr of LiteLLM's usage,
+whose ``prompt_tokens`` already include Anthropic's cache: ``llms/anthropic/chat/
+transformation.py``) carries the cache and reasoning counts.
+
 Vercel AI SDK <= 5 (``packages/anthropic/src/anthropic-messages-language-model.ts``):
 ``ai.usage.inputTokens`` is Anthropic's ``input_tokens`` (cache reads beside it, cache
 writes not reported); the raw usage is in ``ai.response.providerMetadata`` under
@@ -24,6 +29,7 @@ writes not reported); the raw usage is in ``ai.response.providerMetadata`` under
 
 from __future__ import annotations
 
+import ast
 import json
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -134,6 +140,33 @@ def vercel_anthropic(a: Any) -> tuple[int, int, int] | None:
     return tuple(0 if usage.get(name) is None else count(key + name, usage[name], MAX_TOKENS)
                  for name in ("input_tokens", "cache_read_input_tokens",
                               "cache_creation_input_tokens"))  # type: ignore[return-value]
+
+
+def litellm_details(a: Any) -> tuple[int, int, int] | None:
+    """(cache read, cache write, reasoning) from LiteLLM's usage object, or None when it
+    is absent, too long or no literal (it is LiteLLM's own record, not the count)."""
+    value = decode_value(a[sc.LITELLM_USAGE_OBJECT])
+    if not isinstance(value, str) or not 2 <= len(value) <= DETAILS_MAX_CHARS:
+        return None
+    try:
+        usage = ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return None
+    if not isinstance(usage, dict):
+        return None
+    prompt = usage.get("prompt_tokens_details") or {}
+    output = usage.get("completion_tokens_details") or {}
+    key = sc.LITELLM_USAGE_OBJECT + "."
+
+    def n(doc: Any, *names: str) -> int:
+        for name in names:
+            if isinstance(doc, dict) and doc.get(name) is not None:
+                return count(key + name, doc[name], MAX_TOKENS)
+        return 0
+
+    return (n(usage, "cache_read_input_tokens") or n(prompt, "cached_tokens"),
+            n(usage, "cache_creation_input_tokens") or n(prompt, "cache_creation_tokens"),
+            n(output, "reasoning_tokens"))
 
 
 def json_object(key: str, raw: bytes, limit: int = DETAILS_MAX_CHARS) -> dict[str, Any]:

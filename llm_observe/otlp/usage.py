@@ -9,7 +9,8 @@ Producers differ (docs/attribute-mapping.md, "Cache tokens: inclusive or exclusi
 - *Inclusive*: the GenAI semconv (``gen_ai.usage.input_tokens`` SHOULD include cached
   tokens), OpenAI's usage, OpenInference, OpenLLMetry >= its cache support (it sums
   Anthropic's counts), Pydantic AI / Logfire and LiteLLM (both sum Anthropic's), the
-  Vercel AI SDK >= 6 (``inputTokens.total``) and our own keys: read as sent.
+  Vercel AI SDK >= 6 (``inputTokens.total``) and our own keys: read as sent
+  (LiteLLM's cache counts from its usage object when it sets no cache keys).
 - *Exclusive*: Anthropic's own usage (``input_tokens`` beside
   ``cache_read_input_tokens`` / ``cache_creation_input_tokens``), passed through by the
   Vercel AI SDK <= 5 (in ``ai.response.providerMetadata``), and Langfuse's
@@ -55,6 +56,11 @@ def read(span: Any, a: Any, p: Plan, provider: str | None) -> Usage:
             prompt, completion, cache_read, cache_write, reasoning = found.tokens
         reported = found.cost if found.cost is not None else reported
         ttft = found.ttft
+    elif p.usage_object:
+        details = sdk_usage.litellm_details(a)
+        if details is not None:
+            cache_read, cache_write = details[0], details[1]
+            reasoning = reasoning or details[2]
     elif p.vercel and provider == "anthropic":
         raw = sdk_usage.vercel_anthropic(a)
         if raw is not None:  # Anthropic's own counts: the input is beside the cache

@@ -179,6 +179,11 @@ def finish_reason(a: Any, key: str) -> str | None:
     if value is not None:
         return value
     value = decode_value(raw)
+    if isinstance(value, str) and value[:1] == "[":  # LiteLLM sends the array as JSON text
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            pass
     if isinstance(value, list):  # gen_ai.response.finish_reasons: one per choice
         value = value[0] if value else None
     if value is None:
