@@ -99,8 +99,9 @@ def map_span(span: Any, service_name: str,
     else:
         service_name = resource_service(service_name)
 
-    used = usage.read(span, a, p, provider)
-    latency, ttft = latencies(span, a, p.latency, p.ttft, p.ttft_unit, used.ttft)
+    prompt, completion, cache_read, cache_write, reasoning, reported, ttft = usage.read(
+        span, a, p, provider)
+    latency, ttft = latencies(span, a, p.latency, p.ttft, p.ttft_unit, ttft)
     start, events = span.start_time_unix_nano, span.events
 
     finish = finish_reason(a, p.finish) if p.finish else None
@@ -116,8 +117,8 @@ def map_span(span: Any, service_name: str,
     method = small(a[p.method]) if p.method else None
     # In LlmSpan's field order (checked at import, see _WRITTEN).
     values = (
-        model or actual or "unknown", provider or "unknown", service_name, used.prompt,
-        used.completion, latency, ttft, finish, status,
+        model or actual or "unknown", provider or "unknown", service_name, prompt,
+        completion, latency, ttft, finish, status,
         flag(a, p.pii) if p.pii else False,
         flag(a, p.injection) if p.injection else False,
         integer(a, p.retry, MAX_RETRIES) if p.retry else 0,
@@ -126,13 +127,13 @@ def map_span(span: Any, service_name: str,
         label(a, p.endpoint) if p.endpoint else None,
         label(a, p.session) if p.session else None,
         actual, label(a, p.error_type) if p.error_type else None,
-        start or None, used.cache_read, used.cache_write,
+        start or None, cache_read, cache_write,
         texts.read(span, a, events, p.prompt_texts) if p.texts_in_attrs or events else None,
         (texts.read(span, a, events, p.completion_texts)
          if p.texts_in_attrs or events else None),
         method if type(method) is str and method in _METHODS else None,
         None, None,  # cost_usd_micro, price_version: the cost stage sets them
-        flag(a, p.sampled) if p.sampled else False, used.reasoning, used.reported_cost,
+        flag(a, p.sampled) if p.sampled else False, reasoning, reported,
     )
     return LlmSpan(*values, source="otlp", position=position)
 

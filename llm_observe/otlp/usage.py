@@ -22,22 +22,17 @@ Producers differ (docs/attribute-mapping.md, "Cache tokens: inclusive or exclusi
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from llm_observe.otlp import sdk_usage
 from llm_observe.otlp.plan import Plan
 from llm_observe.otlp.values import SpanRejected, integer, small, usd_micro
 from llm_observe.span import MAX_TOKENS
 
-
-class Usage(NamedTuple):
-    prompt: int
-    completion: int
-    cache_read: int
-    cache_write: int
-    reasoning: int
-    reported_cost: int | None  # micro-USD, the producer's own estimate
-    ttft: int | None  # ms, when the usage carried it (Langfuse's completion start)
+# (prompt, completion, cache read, cache write, reasoning, reported cost in micro-USD,
+# TTFT in ms when the usage carried it: Langfuse's completion start). A plain tuple: it
+# is built once per span on the receiver's hot path.
+Usage = tuple[int, int, int, int, int, int | None, int | None]
 
 
 def read(span: Any, a: Any, p: Plan, provider: str | None) -> Usage:
@@ -79,6 +74,6 @@ def read(span: Any, a: Any, p: Plan, provider: str | None) -> Usage:
         raise SpanRejected("prompt tokens", f"with cached tokens exceed {MAX_TOKENS}")
     # A subset of the completion, never on top of it: a producer that counts reasoning
     # beside the output (Gemini's thoughts) is not priced for it twice.
-    return Usage(prompt, completion, cache_read, cache_write, min(reasoning, completion),
-                 reported, ttft)
+    return (prompt, completion, cache_read, cache_write,
+            reasoning if reasoning <= completion else completion, reported, ttft)
 
