@@ -8,7 +8,8 @@ Sources:
   (SERVICE_SPEC 2.1 / 2.2) that GenAI semconv has no key for.
 
 Dialect-specific keys of other projects (OpenLLMetry, OpenInference, OpenLIT)
-live in their own section at the end, read only by ``receiver/dialects.py``.
+live in their own section at the end, read only by the dialect mapping
+(``otlp/plan.py``, ``otlp/usage.py``, ``otlp/sdk_usage.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ GEN_AI_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"  # deprecated
 GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"  # deprecated
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+# semantic-conventions-genai#440 renamed cache_creation to cache_write (both are read).
+GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"  # seconds
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
@@ -96,6 +100,8 @@ FINISH_REASON_ALIASES: Final[dict[str, str]] = {
     "RECITATION": "content_filter",
     "COMPLETE": "stop",  # Cohere
     "ERROR_TOXIC": "content_filter",  # Cohere
+    "tool-calls": "tool_calls",  # Vercel AI SDK (LanguageModel finish reasons)
+    "content-filter": "content_filter",
 }
 
 
@@ -116,7 +122,7 @@ INSTRUMENTATION_SCOPE: Final = "llm_observe.instrument"
 ENV_CAPTURE_CONTENT: Final = "LLM_OBSERVE_CAPTURE_CONTENT"
 
 
-# --- OTLP receiver: dialect keys (receiver/dialects.py; table in docs/attribute-mapping.md) ---
+# --- OTLP receiver: dialect keys (otlp/plan.py; table in docs/attribute-mapping.md) ---
 # OTel GenAI semconv, older and extra keys
 # (https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/)
 GEN_AI_USAGE_TOTAL_TOKENS: Final = "gen_ai.usage.total_tokens"
@@ -180,7 +186,53 @@ OI_FIRST_TOKEN_EVENT: Final = "First Token Stream Event"
 
 # OpenLIT (openlit/openlit, sdk/python/src/openlit/semcov/__init__.py)
 OPENLIT_SERVER_TTFT: Final = "gen_ai.server.time_to_first_token"  # seconds
-OPENLIT_USAGE_COST: Final = "gen_ai.usage.cost"  # USD, their own estimate; we price ourselves
+OPENLIT_USAGE_COST: Final = "gen_ai.usage.cost"  # USD, their own estimate: the reported cost
+OI_COST_TOTAL: Final = "llm.cost.total"  # OpenInference, USD
+OI_TOKEN_COUNT_REASONING: Final = "llm.token_count.completion_details.reasoning"
+
+# Pydantic AI (pydantic_ai_slim/pydantic_ai/_instrumentation.py, usage.py) and Logfire
+# (logfire/_internal/integrations/llm_providers/usage.py): their genai-prices cost, USD.
+OPERATION_COST: Final = "operation.cost"
+PYDANTIC_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"  # s
+PYDANTIC_REASONING_TOKENS: Final = "gen_ai.usage.details.reasoning_tokens"
+LOGFIRE_SPAN_TYPE: Final = "logfire.span_type"  # "span", "log", "pending_span"
+
+# LiteLLM's OTel callback (litellm/integrations/opentelemetry.py): cost_breakdown keys.
+LITELLM_COST_TOTAL: Final = "gen_ai.cost.total_cost"  # USD
+# Its usage as a Python repr (cache and reasoning counts, which the default mode does
+# not set as gen_ai.usage.* keys).
+LITELLM_USAGE_OBJECT: Final = "metadata.usage_object"
+
+# Vercel AI SDK (vercel/ai packages/otel/src/legacy-open-telemetry.ts; ai <= 6
+# packages/ai/src/generate-text/stream-text.ts, ai 4 packages/ai/core/generate-text).
+AI_MODEL_ID: Final = "ai.model.id"
+AI_MODEL_PROVIDER: Final = "ai.model.provider"
+AI_RESPONSE_MODEL: Final = "ai.response.model"
+AI_USAGE_PROMPT_TOKENS: Final = "ai.usage.promptTokens"  # ai 4
+AI_USAGE_COMPLETION_TOKENS: Final = "ai.usage.completionTokens"  # ai 4
+AI_USAGE_INPUT_TOKENS: Final = "ai.usage.inputTokens"  # ai >= 5
+AI_USAGE_OUTPUT_TOKENS: Final = "ai.usage.outputTokens"
+AI_USAGE_TOTAL_TOKENS: Final = "ai.usage.totalTokens"
+AI_USAGE_CACHED_INPUT_TOKENS: Final = "ai.usage.cachedInputTokens"  # ai >= 5
+AI_USAGE_REASONING_TOKENS: Final = "ai.usage.reasoningTokens"
+AI_USAGE_NO_CACHE_TOKENS: Final = "ai.usage.inputTokenDetails.noCacheTokens"  # ai >= 6
+AI_USAGE_CACHE_READ_TOKENS: Final = "ai.usage.inputTokenDetails.cacheReadTokens"
+AI_USAGE_CACHE_WRITE_TOKENS: Final = "ai.usage.inputTokenDetails.cacheWriteTokens"
+AI_USAGE_OUTPUT_REASONING_TOKENS: Final = "ai.usage.outputTokenDetails.reasoningTokens"
+AI_RESPONSE_MS_TO_FIRST_CHUNK: Final = "ai.response.msToFirstChunk"  # ms (a double)
+AI_RESPONSE_FINISH_REASON: Final = "ai.response.finishReason"
+AI_RESPONSE_PROVIDER_METADATA: Final = "ai.response.providerMetadata"  # JSON
+
+# Langfuse SDK v3 (langfuse/langfuse-python langfuse/_client/attributes.py): values are
+# JSON text (usage and cost details, the completion start time).
+LF_OBSERVATION_TYPE: Final = "langfuse.observation.type"
+LF_MODEL: Final = "langfuse.observation.model.name"
+LF_USAGE_DETAILS: Final = "langfuse.observation.usage_details"
+LF_COST_DETAILS: Final = "langfuse.observation.cost_details"
+LF_COMPLETION_START_TIME: Final = "langfuse.observation.completion_start_time"
+LF_LEVEL: Final = "langfuse.observation.level"
+LF_INPUT: Final = "langfuse.observation.input"
+LF_OUTPUT: Final = "langfuse.observation.output"
 
 # Other tools' TTFT key seen in the wild (Sentry relay conventions), seconds.
 GEN_AI_RESPONSE_TIME_TO_FIRST_TOKEN: Final = "gen_ai.response.time_to_first_token"

@@ -8,7 +8,9 @@ Token convention: ``prompt_tokens`` is the whole input, cached tokens included;
 ``cache_read_tokens`` and ``cache_write_tokens`` are the parts of it that the
 provider billed at its cache prices (OpenAI reports cached tokens inside
 prompt_tokens; Anthropic reports them beside input_tokens, so its mapping adds
-them up).
+them up). ``reasoning_tokens`` is the part of ``completion_tokens`` spent on reasoning
+(never added on top). ``reported_cost_usd_micro`` is the cost the producer reported
+itself, kept beside ours (``cost_usd_micro``) to count disagreements.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ MAX_RETRIES = 1_000
 MAX_LABEL_CHARS = 256
 MAX_TEXT_CHARS = 1_000_000
 MAX_ATTEMPTED_MODELS = 64
+MAX_COST_USD_MICRO = 10**12  # a reported cost over $1M for one call is garbage
 STATUSES = frozenset({semconv.STATUS_SUCCESS, semconv.STATUS_ERROR})
 
 
@@ -104,6 +107,9 @@ class LlmSpan:
     cost_usd_micro: int | None = None
     price_version: str | None = None
     is_sampled: bool = False
+    # reported by the producer: reasoning part of completion_tokens, its own cost estimate
+    reasoning_tokens: int = 0
+    reported_cost_usd_micro: int | None = None
     prompt_hash: str | None = None
     embedding: list[float] | None = None
     trace_cost_usd_micro: int | None = None

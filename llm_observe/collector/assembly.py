@@ -60,6 +60,7 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     tracker = ToolChainTracker()
     embedder = _embedder(settings)
     cost = CostProcessor(price_table)
+    registry.register(cost.reported)  # llm_observe_reported_cost_* self-metrics
     processors: list[Processor] = [
         TokensProcessor(max_text_chars=settings.max_text_chars), cost,
         ScanProcessor(scanner, max_text_chars=settings.max_text_chars), SamplingProcessor(),

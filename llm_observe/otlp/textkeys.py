@@ -28,8 +28,8 @@ PROMPT: Which = "prompt"
 COMPLETION: Which = "completion"
 
 # Ranks: the layout order of families on one side (lower first).
-OURS, OLLM_INDEXED, OI_INDEXED, SEMCONV_MESSAGES, FLAT, EVENTS, BODY = 0, 1, 2, 3, 4, 5, 6
-TEMPLATES, SYSTEM, TOOL_DEFINITIONS, TOOL_CALL, REQUEST_EXTRAS = 7, 8, 9, 10, 11
+OURS, OLLM_INDEXED, OI_INDEXED, SEMCONV_MESSAGES, FLAT, SDK_MESSAGES = 0, 1, 2, 3, 4, 5
+EVENTS, BODY, TEMPLATES, SYSTEM, TOOL_DEFINITIONS, TOOL_CALL, REQUEST_EXTRAS = range(6, 13)
 
 # key -> (side, rank, how the value is read)
 EXACT: dict[str, tuple[Which, int, Parse]] = {
@@ -55,6 +55,31 @@ EXACT: dict[str, tuple[Which, int, Parse]] = {
     sc.OI_INVOCATION_PARAMETERS: (PROMPT, REQUEST_EXTRAS, "json"),  # holds "user", ...
     "gen_ai.user": (PROMPT, REQUEST_EXTRAS, "plain"),  # OpenLLMetry: the request's user
     "llm.user": (PROMPT, REQUEST_EXTRAS, "plain"),
+    # Vercel AI SDK (packages/otel/src/legacy-open-telemetry.ts): the call's messages on
+    # the step span, the whole prompt on the outer one, tools as an array of JSON texts.
+    "ai.prompt.messages": (PROMPT, SDK_MESSAGES, "json"),
+    "ai.prompt": (PROMPT, SDK_MESSAGES, "json"),
+    "ai.response.text": (COMPLETION, SDK_MESSAGES, "plain"),
+    "ai.response.reasoning": (COMPLETION, SDK_MESSAGES, "plain"),
+    "ai.response.object": (COMPLETION, SDK_MESSAGES, "json"),
+    "ai.response.toolCalls": (COMPLETION, TOOL_CALL, "json"),
+    "ai.prompt.tools": (PROMPT, TOOL_DEFINITIONS, "json"),
+    "ai.prompt.toolChoice": (PROMPT, REQUEST_EXTRAS, "json"),
+    "ai.toolCall.args": (PROMPT, TOOL_CALL, "json"),
+    "ai.toolCall.result": (COMPLETION, TOOL_CALL, "json"),
+    "ai.value": (PROMPT, SDK_MESSAGES, "json"),  # embed / embedMany input
+    "ai.values": (PROMPT, SDK_MESSAGES, "json"),
+    # Langfuse SDK v3 (langfuse/_client/attributes.py): JSON, or a plain string as given.
+    sc.LF_INPUT: (PROMPT, SDK_MESSAGES, "json"),
+    sc.LF_OUTPUT: (COMPLETION, SDK_MESSAGES, "json"),
+    "langfuse.trace.input": (PROMPT, SDK_MESSAGES, "json"),
+    "langfuse.trace.output": (COMPLETION, SDK_MESSAGES, "json"),
+    # Logfire's OpenAI/Anthropic instrumentation, semconv version 1 (its default): the
+    # request body and the response (llm_providers/openai.py, llm_provider.py).
+    "request_data": (PROMPT, SDK_MESSAGES, "json"),
+    "response_data": (COMPLETION, SDK_MESSAGES, "json"),
+    # Pydantic AI's request parameters hold the tool definitions (_instrumentation.py).
+    "model_request_parameters": (PROMPT, TOOL_DEFINITIONS, "json"),
 }
 MIME_KEYS = {sc.OI_INPUT_VALUE: sc.OI_INPUT_MIME_TYPE, sc.OI_OUTPUT_VALUE: sc.OI_OUTPUT_MIME_TYPE}
 

@@ -28,13 +28,16 @@ _FIRST_TOKEN_EVENTS = frozenset({sc.OI_FIRST_TOKEN_EVENT, sc.OLLM_COMPLETION_CHU
 _EXPLICIT_FIRST_TOKEN = frozenset({sc.OI_FIRST_TOKEN_EVENT})  # emitted once, at the token
 
 
-def latencies(span: Any, a: Any, latency_key: str | None, ttft_ms_key: str | None,
-              ttft_s_key: str | None) -> tuple[int | None, int | None]:
+def latencies(span: Any, a: Any, latency_key: str | None, ttft_key: str | None,
+              ttft_per_second: int = 0, ttft: int | None = None
+              ) -> tuple[int | None, int | None]:
     """(total latency, TTFT) in whole ms, None where unknown; SpanRejected past a bound.
 
-    The latency is our attribute when present, else end - start; the TTFT is an
-    attribute (ms, then seconds), else the first first-token event's offset from the
-    start, which must lie within the span.
+    The latency is our attribute when present, else end - start; the TTFT is ``ttft``
+    when the caller read it already (Langfuse's completion start), else an attribute
+    (``ttft_per_second``: 0 for our whole ms, 1 for ms as a double, 1000 for seconds),
+    else the first first-token event's offset from the start, which must lie within
+    the span.
     """
     start, end = span.start_time_unix_nano, span.end_time_unix_nano
     if start > MAX_TIME_NS:
@@ -51,10 +54,11 @@ def latencies(span: Any, a: Any, latency_key: str | None, ttft_ms_key: str | Non
             raise SpanRejected("end_time_unix_nano", f"gives a latency over {MAX_LATENCY_MS} ms")
     else:
         latency = None
-    if ttft_ms_key:
-        ttft: int | None = integer(a, ttft_ms_key, MAX_LATENCY_MS)
-    elif ttft_s_key:
-        ttft = seconds_ms(a, ttft_s_key)
+    if ttft is not None:
+        pass
+    elif ttft_key:
+        ttft = (seconds_ms(a, ttft_key, ttft_per_second) if ttft_per_second
+                else integer(a, ttft_key, MAX_LATENCY_MS))
     else:
         events = span.events
         ttft = event_ttft(events, start, end, span.dropped_events_count) \

@@ -18,7 +18,12 @@ from typing import Any
 from llm_observe import semconv as sc
 from llm_observe.otlp.wire import decode_value
 from llm_observe.providers import canonical_provider
-from llm_observe.span import MAX_ATTEMPTED_MODELS, MAX_LABEL_CHARS, MAX_LATENCY_MS
+from llm_observe.span import (
+    MAX_ATTEMPTED_MODELS,
+    MAX_COST_USD_MICRO,
+    MAX_LABEL_CHARS,
+    MAX_LATENCY_MS,
+)
 
 
 class SpanRejected(ValueError):
@@ -131,22 +136,40 @@ def integer(a: Any, key: str, maximum: int) -> int:
     raise SpanRejected(key, f"must be an integer from 0 to {maximum}, got {describe(value)}")
 
 
-_MAX_SECONDS = MAX_LATENCY_MS / 1000
-
-
-def seconds_ms(a: Any, key: str) -> int:
-    """A duration in seconds (int or double), as whole milliseconds."""
+def seconds_ms(a: Any, key: str, per_second: int = 1000) -> int:
+    """A duration in seconds (int or double), as whole milliseconds; ``per_second=1``
+    reads a duration already in milliseconds (the Vercel AI SDK's doubles)."""
     raw = a[key]
     if len(raw) == 9 and raw[0] == 0x21:  # a double: the usual shape (NaN fails the test)
-        seconds = _unpack_double(raw, 1)[0]
-        if 0 <= seconds <= _MAX_SECONDS:
-            return int(seconds * 1000 + 0.5)
-    seconds = decode_value(raw)
-    if type(seconds) in (int, float) and math.isfinite(seconds) \
-            and 0 <= seconds * 1000 <= MAX_LATENCY_MS:
-        return int(seconds * 1000 + 0.5)
-    raise SpanRejected(key, f"must be seconds from 0 to {MAX_LATENCY_MS // 1000}, "
-                            f"got {describe(seconds)}")
+        ms = _unpack_double(raw, 1)[0] * per_second
+        if 0 <= ms <= MAX_LATENCY_MS:
+            return int(ms + 0.5)
+    value = decode_value(raw)
+    if type(value) in (int, float) and math.isfinite(value) \
+            and 0 <= value * per_second <= MAX_LATENCY_MS:
+        return int(value * per_second + 0.5)
+    unit = "seconds" if per_second == 1000 else "milliseconds"
+    raise SpanRejected(key, f"must be {unit} from 0 to {MAX_LATENCY_MS // per_second}, "
+                            f"got {describe(value)}")
+
+
+def usd_micro(key: str, value: Any) -> int:
+    """A cost in USD (int or double, as decoded) as whole micro-USD, within
+    0..MAX_COST_USD_MICRO; anything else (NaN, negative, a string) is rejected."""
+    if type(value) in (int, float) and math.isfinite(value) \
+            and 0 <= value * 1e6 <= MAX_COST_USD_MICRO:
+        return int(value * 1e6 + 0.5)
+    raise SpanRejected(key, f"must be USD from 0 to {MAX_COST_USD_MICRO // 10**6}, "
+                            f"got {describe(value)}")
+
+
+def count(key: str, value: Any, maximum: int) -> int:
+    """A whole number from 0 to ``maximum`` read from a decoded (JSON) value."""
+    if type(value) is int and 0 <= value <= maximum:
+        return value
+    if type(value) is float and value.is_integer() and 0 <= value <= maximum:
+        return int(value)
+    raise SpanRejected(key, f"must be an integer from 0 to {maximum}, got {describe(value)}")
 
 
 def finish_reason(a: Any, key: str) -> str | None:
@@ -156,6 +179,11 @@ def finish_reason(a: Any, key: str) -> str | None:
     if value is not None:
         return value
     value = decode_value(raw)
+    if isinstance(value, str) and value[:1] == "[":  # LiteLLM sends the array as JSON text
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            pass
     if isinstance(value, list):  # gen_ai.response.finish_reasons: one per choice
         value = value[0] if value else None
     if value is None:

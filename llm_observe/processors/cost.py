@@ -3,7 +3,8 @@
 An unpriced model gets ``cost_usd_micro = None`` — never 0 — so the Prometheus
 exporter can count it as unpriced; a warning is logged once per
 (model, provider). Spans with status ``error`` are priced like any other: the
-provider bills the tokens it reports.
+provider bills the tokens it reports. A cost the producer reported itself is compared
+with ours (:mod:`processors.reported_cost`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from llm_observe.pricing.table import PriceTable
+from llm_observe.processors.reported_cost import ReportedCostStats
 from llm_observe.span import LlmSpan
 
 log = logging.getLogger(__name__)
@@ -26,8 +28,10 @@ class CostProcessor:
     name = "cost"
     blocking = False
 
-    def __init__(self, table: PriceTable) -> None:
+    def __init__(self, table: PriceTable, reported: ReportedCostStats | None = None) -> None:
         self.table = table
+        # compares our cost with the producer's own (registered on the collector's registry)
+        self.reported = reported if reported is not None else ReportedCostStats()
         self._warned: set[tuple[str, str]] = set()
         self._warned_full = False
 
@@ -57,6 +61,8 @@ class CostProcessor:
             span.prompt_tokens, span.completion_tokens,
             span.cache_read_tokens, span.cache_write_tokens)
         span.price_version = entry.version
+        if span.reported_cost_usd_micro is not None:
+            self.reported.observe(span)
 
     def _warn_unpriced(self, span: LlmSpan) -> None:
         key = (span.model, span.provider)

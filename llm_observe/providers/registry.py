@@ -104,6 +104,10 @@ ALIASES: dict[str, str] = {
     "amazon_bedrock": "bedrock", "bedrock_converse": "bedrock", "aws": "bedrock",
     "ollama_chat": "ollama", "text-completion-openai": "openai", "cohere_chat": "cohere",
     "google-genai": "gemini", "together.ai": "together",
+    # Vercel AI SDK provider ids ({provider}.{api}, vercel/ai packages/*/src): the API
+    # suffix is dropped by canonical(); these are the ids whose first part is no alias.
+    "google.generative-ai": "gemini", "google.vertex": "vertex_ai", "google-vertex": "vertex_ai",
+    "amazon-bedrock": "bedrock", "bedrock-mantle": "bedrock",
 }
 
 
@@ -111,7 +115,18 @@ def canonical(name: str) -> str:
     """The canonical name of any provider spelling (semconv, LiteLLM, LangChain,
     OpenLLMetry, the price table); an unknown name is lower-cased and stripped."""
     key = name.strip().lower()
-    return ALIASES.get(key, key)
+    found = ALIASES.get(key)
+    if found is not None or key in BY_NAME:
+        return found or key
+    # "openai.chat", "anthropic.messages", "google.vertex.chat": a known provider and the
+    # API the Vercel AI SDK called; "ibm.watsonx.ai" stays as it is (no known prefix).
+    head = key
+    while "." in head:
+        head = head.rpartition(".")[0]
+        found = ALIASES.get(head) or (head if head in BY_NAME else None)
+        if found is not None:
+            return found
+    return key
 
 
 def canonical_provider(name: str | None) -> str | None:
