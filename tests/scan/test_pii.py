@@ -174,4 +174,4 @@ def test_findings_do_not_carry_the_secret(scanner: Scanner) -> None:
     assert secret not in str(result.as_dict())
     assert result.as_dict()["findings"][0] == {
         "type": "pii", "name": "stripe_secret_key", "start": 4, "end": 4 + len(secret),
-        "severity": "critical", "field": "text"}
+        "severity": "critical", "field": "text", "detector": "regex"}
