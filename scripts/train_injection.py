@@ -65,8 +65,9 @@ def fit(examples: list[corpus.Example]) -> tuple[dict[object, float], float]:
     for row in rows:
         for key in set(row[:-2]):
             df[key] += 1
-    vocab = {k: i for i, k in enumerate(sorted((k for k, n in df.items() if n >= MIN_DOCS),
-                                               key=repr))}
+    vocab = {k: i for i, k in enumerate(sorted(
+        (k for k, n in df.items() if n >= MIN_DOCS),
+        key=lambda k: (1, *k) if isinstance(k, tuple) else (0, k)))}
     cols, vals, ptr = [], [], [0]
     for row in rows:
         norm = 1.0 / np.sqrt(row[-1] + 1)
@@ -107,7 +108,9 @@ def serialise(weights: dict[object, float]) -> str:
     for key, value in weights.items():
         q = int(round(value * SCALE))
         if q:
-            text = " ".join(key) if isinstance(key, tuple) else str(key)
+            raw = b" ".join(key) if isinstance(key, tuple) else key
+            assert isinstance(raw, bytes)
+            text = raw.decode("utf-8", "surrogatepass")
             lines.append(f"{q}\t{text}")
     return "\n".join(sorted(lines, key=lambda s: s.split("\t", 1)[1])) + "\n"
 

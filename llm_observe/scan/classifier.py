@@ -26,29 +26,32 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from itertools import repeat
+from operator import add, mul
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from llm_observe.errors import ConfigError
 
 FORMAT = "llm-observe-injection-linear/1"
 MODEL_FILE = "injection_model.tsv"
 MANIFEST_FILE = "injection_model.json"
-# Punctuation becomes a space so "instructions." and "instructions" are one token;
-# the apostrophe stays inside words ("don't", "dan's"). str.translate with a table of
-# this size is the cheapest split of words from punctuation in CPython.
-_PUNCT = str.maketrans({c: " " for c in "!\"#$%&()*+,-./:;<=>?@[\\]^`{|}~\u201c\u201d\u2018\u2014"})
+# ASCII punctuation becomes a space so "instructions." and "instructions" are one
+# token; the apostrophe stays inside words ("don't", "dan's").
+_PUNCT_CHARS = b"!\"#$%&()*+,-./:;<=>?@[\\]^`{|}~\t\n\r\x0b\x0c"
+_PUNCT = bytes.maketrans(_PUNCT_CHARS, b" " * len(_PUNCT_CHARS))
 _ZERO = repeat(0.0)
+_ZERO_ID = repeat(0)
 
-Key = str | tuple[str, str]
-
-
-def tokens(folded: str) -> list[str]:
-    """Word tokens of an already lower-cased text."""
-    return folded.translate(_PUNCT).split()
+Key = bytes | tuple[bytes, bytes]
+T = TypeVar("T")
 
 
-def windows(toks: list[str], window: int) -> Iterator[list[str]]:
+def tokens(folded: str) -> list[bytes]:
+    """Word tokens (UTF-8) of an already folded, lower-cased text."""
+    return folded.encode("utf-8", "surrogatepass").translate(_PUNCT).split()
+
+
+def windows(toks: list[T], window: int) -> Iterator[list[T]]:
     """The token windows a text is scored on: all of it, or half-overlapping windows."""
     if len(toks) <= window:
         yield toks
@@ -58,7 +61,7 @@ def windows(toks: list[str], window: int) -> Iterator[list[str]]:
         yield toks[start:start + window]
 
 
-def features(toks: list[str]) -> Iterator[Key]:
+def features(toks: list[bytes]) -> Iterator[Key]:
     """Every feature occurrence of a window: its unigrams, then its bigrams."""
     yield from toks
     yield from zip(toks, toks[1:])
@@ -69,25 +72,37 @@ def default_model_dir() -> Path:
     return Path(str(resources.files("llm_observe.scan") / "model"))
 
 
-@dataclass(frozen=True, slots=True)
 class InjectionModel:
-    """Loaded weights; ``probability(folded_text)`` is the injection score in [0, 1]."""
+    """Loaded weights; ``probability(folded_text)`` is the injection score in [0, 1].
 
-    weights: dict[Key, float]
-    bias: float
-    window: int
-    threshold: float
-    manifest: dict[str, Any]
+    Immutable after construction, so one instance is shared by every scanner."""
+
+    __slots__ = ("_bigram", "_ids", "_k", "_unigram", "bias", "manifest", "threshold",
+                 "window")
+
+    def __init__(self, weights: dict[Key, float], bias: float, window: int,
+                 threshold: float, manifest: dict[str, Any]) -> None:
+        vocab = sorted({t for k in weights for t in (k if isinstance(k, tuple) else (k,))})
+        self._ids = {tok: i for i, tok in enumerate(vocab, 1)}  # 0: unknown token
+        self._k = k = len(vocab) + 1
+        self._unigram = [0.0] * k
+        self._bigram: dict[int, float] = {}
+        for key, w in weights.items():
+            if isinstance(key, tuple):  # ids >= 1, so id1 * k + id2 never meets an unknown's
+                self._bigram[self._ids[key[0]] * k + self._ids[key[1]]] = w
+            else:
+                self._unigram[self._ids[key]] = w
+        self.bias, self.window, self.threshold, self.manifest = bias, window, threshold, manifest
 
     def probability(self, folded: str) -> float:
-        """Highest window score of a lower-cased text (0.0 for a text without words)."""
-        toks = tokens(folded)
-        if not toks:
+        """Highest window score of a folded text (0.0 for a text without words)."""
+        ids = list(map(self._ids.get, tokens(folded), _ZERO_ID))
+        if not ids:
             return 0.0
-        get = self.weights.get
+        uni, get, k = self._unigram.__getitem__, self._bigram.get, repeat(self._k)
         best = -math.inf
-        for win in windows(toks, self.window):
-            total = sum(map(get, win, _ZERO)) + sum(map(get, zip(win, win[1:]), _ZERO))
+        for win in windows(ids, self.window) if len(ids) > self.window else (ids,):
+            total = sum(map(uni, win)) + sum(map(get, map(add, map(mul, win, k), win[1:]), _ZERO))
             best = max(best, total / math.sqrt(len(win) + 1))
         z = self.bias + best
         # Clamped: exp of a large negative z overflows, and the score must stay finite.
@@ -126,9 +141,9 @@ def parse_weights(text: str, manifest: dict[str, Any], threshold: float,
     scale = float(manifest["scale"])
     weights: dict[Key, float] = {}
     try:
-        for line in text.splitlines():
-            value, _, key = line.partition("\t")
-            first, space, second = key.partition(" ")
+        for line in text.encode("utf-8").splitlines():
+            value, _, key = line.partition(b"\t")
+            first, space, second = key.partition(b" ")
             weights[(first, second) if space else key] = int(value) / scale
     except ValueError as exc:
         raise ConfigError(source, "weights", f"bad line: {exc}") from None
