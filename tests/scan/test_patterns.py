@@ -74,7 +74,7 @@ BAD_ENTRIES = [
     ("  - name: email\n    kind: secret\n    regex: 'x'\n", "entry 0 (email)",
      "'kind' must be one of pii, injection"),
     ("  - name: email\n    kind: pii\n    regex: 'x'\n    validator: crc32\n",
-     "entry 0 (email)", "unknown validator 'crc32' (known: iban, ipv6, luhn, phone, ssn)"),
+     "entry 0 (email)", "unknown validator 'crc32' (known: iban, ipv6, luhn, phone, phone_national, ssn)"),
     ("  - name: email\n    kind: injection\n    phrases: []\n", "entry 0 (email)",
      "'phrases' must be a non-empty list"),
     ("  - name: email\n    kind: injection\n    phrases: ['  ']\n", "entry 0 (email)",
