@@ -18,9 +18,10 @@ def _digits(text: str) -> str:
 
 
 def luhn(text: str) -> bool:
-    """Payment card number: 13-19 digits whose Luhn (mod 10) checksum is 0 (ISO/IEC 7812-1)."""
+    """Payment card number: 12-19 digits (12: Maestro) whose Luhn (mod 10) checksum is 0
+    (ISO/IEC 7812-1)."""
     digits = _digits(text)
-    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
+    if not 12 <= len(digits) <= 19 or len(set(digits)) == 1:
         return False
     total = 0
     for i, ch in enumerate(reversed(digits)):
