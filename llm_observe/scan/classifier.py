@@ -22,10 +22,9 @@ import hashlib
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from itertools import repeat
+from itertools import pairwise, repeat
 from operator import add, mul
 from pathlib import Path
 from typing import Any, TypeVar
@@ -64,7 +63,7 @@ def windows(toks: list[T], window: int) -> Iterator[list[T]]:
 def features(toks: list[bytes]) -> Iterator[Key]:
     """Every feature occurrence of a window: its unigrams, then its bigrams."""
     yield from toks
-    yield from zip(toks, toks[1:])
+    yield from pairwise(toks)
 
 
 def default_model_dir() -> Path:

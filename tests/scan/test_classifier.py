@@ -17,7 +17,12 @@ import pytest
 from llm_observe.errors import ConfigError
 from llm_observe.scan import Scanner, load_patterns, parse_patterns
 from llm_observe.scan.classifier import (
-    MANIFEST_FILE, MODEL_FILE, default_model_dir, load_model, shared_model)
+    MANIFEST_FILE,
+    MODEL_FILE,
+    default_model_dir,
+    load_model,
+    shared_model,
+)
 from llm_observe.scan.normalize import fold
 from llm_observe.scan.patterns import ClassifierConfig
 
