@@ -174,7 +174,7 @@ def train(cache: Path, out: Path) -> Path:
         "trained_by": "python scripts/train_injection.py",
         "sources": {n: {"version": v, "sha256": h, "registry": "PyPI"}
                     for n, (v, h) in sources.WHEELS.items()},
-        "hand_written": ["scripts/injection_data/benign.txt",
+        "hand_written": ["scripts/injection_data/attacks.txt", "scripts/injection_data/benign.txt",
                          "scripts/injection_data/hard_benign.txt", "tests/data/prose_seed.txt"],
         "examples": {s: sum(e.split == s for e in examples) for s in ("train", "validation")},
         "validation": report,
