@@ -9,6 +9,11 @@ Prints JSON lines:
 - false-positive rate (documents with any finding) on that prose and on CPython's
   reference documentation, with the names of whatever fired.
 
+- the injection tier (bench/scan_injection.py): held-out recall and false alarms
+  per family, the classifier's cost ratio and the 2,000-char p50;
+- PII recall/precision/speed against Presidio and detect-secrets (bench/scan_pii.py,
+  needs the [bench] extra).
+
 Run from the repository root: python -m bench.scan [--quick]
 """
 
@@ -110,6 +115,10 @@ def main() -> None:
     # Sanity on the same run: the attack prompt of the mixed set is caught by both.
     attack = next(p for p in PROMPTS if re.match("(?i)ignore all previous", p))
     assert ours.scan(attack).injection_attempt and naive.scan(attack)
+    from bench import scan_injection, scan_pii
+
+    scan_injection.main(rounds=5 if quick() else 20)
+    scan_pii.main()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from typing import Any, Literal
 FindingType = Literal["pii", "injection"]
 PII: FindingType = "pii"
 INJECTION: FindingType = "injection"
+# Which tier fired: a phrase of the automaton, a regex, or the learned classifier.
+DETECTORS = ("phrase", "regex", "classifier")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,11 +28,18 @@ class Finding:
     severity: str = "medium"
     # Which text was scanned: "prompt" / "completion" on spans, "text" for a plain scan.
     field: str = "text"
+    detector: str = "regex"
+    # The classifier's probability (its finding spans the scored window); None otherwise.
+    score: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (no matched text, by design)."""
-        return {"type": self.type, "name": self.name, "start": self.start, "end": self.end,
-                "severity": self.severity, "field": self.field}
+        out: dict[str, Any] = {"type": self.type, "name": self.name, "start": self.start,
+                               "end": self.end, "severity": self.severity, "field": self.field,
+                               "detector": self.detector}
+        if self.score is not None:
+            out["score"] = self.score
+        return out
 
 
 @dataclass(frozen=True, slots=True)

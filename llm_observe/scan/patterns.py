@@ -16,6 +16,10 @@ Format (documented in docs/scanning.md)::
         kind: injection
         phrases: [ignore previous instructions, ...]   # ... or phrases
 
+    classifier:                # optional: the learned injection tier (scan/classifier.py)
+      enabled: true            # default true
+      threshold: 0.81          # probability in (0, 1); default: the model's own
+
 A bad file stops start-up with one ConfigError line naming the file, the entry and the
 problem; nothing is half-loaded.
 """
@@ -58,11 +62,20 @@ class PatternEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassifierConfig:
+    """The ``classifier:`` section: whether the learned tier runs, and its threshold."""
+
+    enabled: bool = True
+    threshold: float | None = None  # None: the threshold stored with the model
+
+
+@dataclass(frozen=True, slots=True)
 class PatternSet:
-    """Every entry of one patterns file, in file order."""
+    """Every entry of one patterns file, in file order, and the classifier settings."""
 
     entries: tuple[PatternEntry, ...]
     source: str = "<memory>"
+    classifier: ClassifierConfig = ClassifierConfig()
 
     @property
     def phrase_count(self) -> int:
@@ -99,7 +112,7 @@ def parse_patterns(data: Any, source: str | Path = "<memory>") -> PatternSet:
     """Validate an already-parsed patterns document (the YAML's top-level mapping)."""
     if not isinstance(data, dict):
         raise ConfigError(source, "file", "top level must be a mapping with 'entries'")
-    unknown = sorted(set(data) - {"version", "entries"})
+    unknown = sorted(set(data) - {"version", "entries", "classifier"})
     if unknown:
         raise ConfigError(source, "file", f"unknown top-level field {unknown[0]!r}")
     if data.get("version", 1) != 1:
@@ -124,7 +137,26 @@ def parse_patterns(data: Any, source: str | Path = "<memory>") -> PatternSet:
                                                  f"(already in {seen_phrases[phrase]})")
             seen_phrases[phrase] = entry.name
         entries.append(entry)
-    return PatternSet(tuple(entries), str(source))
+    return PatternSet(tuple(entries), str(source), _classifier(data.get("classifier"), source))
+
+
+def _classifier(value: Any, source: str | Path) -> ClassifierConfig:
+    if value is None:
+        return ClassifierConfig()
+    if not isinstance(value, dict):
+        raise ConfigError(source, "classifier", "must be a mapping (enabled, threshold)")
+    unknown = sorted(set(value) - {"enabled", "threshold"})
+    if unknown:
+        raise ConfigError(source, "classifier", f"unknown field {unknown[0]!r}")
+    enabled = value.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(source, "classifier", "'enabled' must be true or false")
+    threshold = value.get("threshold")
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(
+            threshold, int | float) or not 0 < threshold < 1):
+        raise ConfigError(source, "classifier",
+                          f"'threshold' must be a probability between 0 and 1, not {threshold!r}")
+    return ClassifierConfig(enabled, None if threshold is None else float(threshold))
 
 
 def _parse_entry(source: str | Path, index: int, item: Any) -> PatternEntry:

