@@ -1,25 +1,35 @@
 """Tool-call chain endpoints (spec 4.14): ``POST /v1/tool-call/track`` and ``/clear``.
 
-They share the pipeline's :class:`ToolChainTracker`, so a chain fed by OTLP spans and by
-REST calls is one chain. ``track`` adds one LLM step to a trace's chain (opening it if
-needed); its cost is either given (``cost_usd_micro``, at most MAX_STEP_COST_USD_MICRO:
-422 above) or priced from ``model``, ``provider`` and the token counts with the
-collector's price table. The chain's cumulative cost saturates at
-MAX_TRACE_COST_USD_MICRO (``cost_saturated: true``). A step that finishes with
-``tool_calls`` is a transition to a tool turn (``transition: true``).
+They share the pipeline's tracker (:class:`ToolChainTracker`, or the Redis-backed one
+with ``redis_url``), so a chain fed by OTLP spans and by REST calls is one chain.
+``track`` adds one LLM step to a trace's chain (opening it if needed); its cost is
+either given (``cost_usd_micro``, at most MAX_STEP_COST_USD_MICRO: 422 above) or priced
+from ``model``, ``provider`` and the token counts with the collector's price table. The
+chain's cumulative cost saturates at MAX_TRACE_COST_USD_MICRO (``cost_saturated:
+true``). A step that finishes with ``tool_calls`` is a transition to a tool turn
+(``transition: true``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from aiohttp import web
 
 from llm_observe import semconv
 from llm_observe.api.keys import AppKeys
 from llm_observe.api.request import Fields, json_object
-from llm_observe.processors.toolchain import MAX_STEP_COST_USD_MICRO, TOOL_CALLS
+from llm_observe.processors.toolchain import (
+    MAX_STEP_COST_USD_MICRO,
+    TOOL_CALLS,
+    ToolChainTracker,
+)
 from llm_observe.span import MAX_LABEL_CHARS, MAX_TOKENS, LlmSpan
+
+T = TypeVar("T")
 
 
 def _price(request: web.Request, fields: Fields) -> tuple[int | None, str | None]:
@@ -48,8 +58,8 @@ async def track_handler(request: web.Request) -> web.Response:
     fields.check()
     assert trace_id is not None
     tracker = request.app[AppKeys.collector].tracker
-    state = tracker.track(trace_id, cost, span_id=span_id, finish_reason=finish,
-                          open_chain=True)
+    state = await _off_loop(tracker, functools.partial(
+        tracker.track, trace_id, cost, span_id=span_id, finish_reason=finish, open_chain=True))
     assert state is not None  # open_chain=True always yields a chain
     body: dict[str, Any] = {**state.as_dict(), "step_cost_usd_micro": cost,
                             "price_version": price_version,
@@ -67,5 +77,15 @@ async def clear_handler(request: web.Request) -> web.Response:
     if trace_id is not None and clear_all:
         fields.fail("all", "cannot be combined with trace_id")
     fields.check()
-    cleared = request.app[AppKeys.collector].tracker.clear(None if clear_all else trace_id)
+    tracker = request.app[AppKeys.collector].tracker
+    cleared = await _off_loop(tracker, functools.partial(
+        tracker.clear, None if clear_all else trace_id))
     return web.json_response({"cleared": cleared, "trace_id": trace_id})
+
+
+async def _off_loop(tracker: Any, call: Callable[[], T]) -> T:
+    """Run a tracker call: in place for the in-process tracker, in a thread for the shared
+    (Redis) one, whose round trip — or timeout, when Redis is down — must not hold the loop."""
+    if isinstance(tracker, ToolChainTracker):
+        return call()
+    return await asyncio.to_thread(call)

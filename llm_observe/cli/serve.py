@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
     from llm_observe.collector.settings import Settings
     from llm_observe.errors import ConfigError
+    from llm_observe.provisioning.alerts import ALERTS_FILE, alerts_in_config_dir
 
     # argparse checks choices, not defaults taken from the environment
     for variable, value, allowed in (("LLM_OBSERVE_LOG_LEVEL", args.log_level, LOG_LEVELS),
@@ -80,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
             otlp_port=args.otlp_port, otlp_http_port=args.otlp_http_port,
             config_dir=args.config_dir,
             metrics_init=False if args.no_metrics_init else None)
-        alerts = _alert_params(settings) if args.with_prometheus else None
+        alerts = alerts_in_config_dir(settings.config_file(ALERTS_FILE)) \
+            if args.with_prometheus else None
         collector = _build(settings)
     except ConfigError as exc:
         return _fail(str(exc), EXIT_CONFIG)
@@ -92,14 +94,6 @@ def run(args: argparse.Namespace) -> int:
 
 class _StartupError(Exception):
     """A listener could not start (port taken, address not available)."""
-
-
-def _alert_params(settings: Any) -> Any:
-    """Thresholds of --with-prometheus's alert rules: CONFIG_DIR/alerts.yaml when present."""
-    from llm_observe.provisioning.alerts import ALERTS_FILE, load_alert_params
-
-    path = settings.config_file(ALERTS_FILE)
-    return load_alert_params(path if path is not None and Path(path).exists() else None)
 
 
 def _build(settings: Any) -> Any:

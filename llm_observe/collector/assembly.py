@@ -33,7 +33,7 @@ class Collector:
     price_table: Any
     cost: Any  # the pipeline's CostProcessor: prices a span as the pipeline does
     scanner: Any
-    tracker: ToolChainTracker
+    tracker: Any  # ToolChainTracker, or RedisChainTracker with redis_url (shared state)
     embedder: Any = None
     extra_exporters: list[Exporter] = field(default_factory=list)
 
@@ -57,7 +57,10 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
                                                services=settings.max_services,
                                                label_sets=settings.max_label_sets),
                          genai=settings.genai_metrics)
-    tracker = ToolChainTracker()
+    tracker: Any = ToolChainTracker()
+    if settings.redis_url is not None and settings.redis_state:
+        from llm_observe.processors.chainstore import RedisChainTracker
+        tracker = RedisChainTracker(settings.redis_url, registry)
     embedder = _embedder(settings)
     cost = CostProcessor(price_table)
     registry.register(cost.reported)  # llm_observe_reported_cost_* self-metrics
@@ -70,7 +73,8 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
         processors.append(EmbeddingProcessor(
             embedder, max_per_s=settings.embedding_max_per_s,
             queue_max=settings.embedding_queue_max, registry=registry))
-    processors.append(ToolchainProcessor(tracker))
+    processors.append(ToolchainProcessor(tracker, blocking=not isinstance(tracker,
+                                                                          ToolChainTracker)))
     extra = list(exporters or [])
     pipeline = Pipeline(processors, [PrometheusExporter(metrics), *extra])
     registry.register(PipelineStats(pipeline))

@@ -44,7 +44,8 @@ class Settings:
     # REST API
     max_body_bytes: int = 1 * MiB
     max_batch_spans: int = 1000
-    redis_url: str | None = None
+    redis_url: str | None = None  # events; and shared state (redis_state) across workers/replicas
+    redis_state: bool = True  # with redis_url: tool-call chain state lives in Redis
     # OTLP receiver and forwarder
     otlp_max_message_bytes: int = 16 * MiB
     otlp_max_spans_per_request: int = 20_000  # SDKs send 512, the OTel Collector <= 8,192

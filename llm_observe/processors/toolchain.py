@@ -21,12 +21,14 @@ reader or a float can hold exactly (docs/receiver.md, "Bounds").
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from llm_observe import semconv
 from llm_observe.span import LlmSpan, TransitionSpan
@@ -141,6 +143,14 @@ class ToolChainTracker:
         state.updated_at = self._clock()
         return state
 
+    def track_many(self, items: Sequence[tuple[str, int | None, str | None, str | None, bool]]
+                   ) -> list[ChainState | None]:
+        """``track`` for (trace, cost, span id, finish reason, open_chain) items, in order;
+        each state as it was after its own item (a copy: later items change the chain)."""
+        with self._lock:
+            return [None if state is None else dataclasses.replace(state)
+                    for state in (self._track(*item) for item in items)]
+
     def clear(self, trace_id: str | None = None) -> int:
         """Forget one trace's chain (or all with None); return how many were removed."""
         with self._lock:
@@ -153,18 +163,22 @@ class ToolChainTracker:
 
 class ToolchainProcessor:
     """Feeds LLM spans to the tracker, stamps the cumulative trace cost on them and
-    attaches a transition span to every ``tool_calls`` span."""
+    attaches a transition span to every ``tool_calls`` span.
+
+    With the shared (Redis) tracker the stage does network I/O: it runs in the pipeline's
+    worker thread (``blocking``), one round trip per batch."""
 
     name = "toolchain"
-    blocking = False
 
-    def __init__(self, tracker: ToolChainTracker) -> None:
+    def __init__(self, tracker: Any, *, blocking: bool = False) -> None:
         self.tracker = tracker
+        self.blocking = blocking
 
     def process(self, batch: list[LlmSpan]) -> None:
-        for span in batch:
-            state = self.tracker.track(span.trace_id, span.cost_usd_micro, span_id=span.span_id,
-                                       finish_reason=span.finish_reason, open_chain=False)
+        states = self.tracker.track_many([
+            (span.trace_id, span.cost_usd_micro, span.span_id, span.finish_reason, False)
+            for span in batch])
+        for span, state in zip(batch, states, strict=True):
             if state is not None:
                 span.trace_cost_usd_micro = state.cumulative_cost_usd_micro
                 if span.finish_reason == TOOL_CALLS:

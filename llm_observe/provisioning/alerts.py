@@ -146,6 +146,11 @@ def load_alert_params(path: Path | str | None) -> AlertParams:
     return AlertParams.from_mapping(data, str(path))
 
 
+def alerts_in_config_dir(path: str | None) -> AlertParams:
+    """``serve --with-prometheus``'s thresholds: ``CONFIG_DIR/alerts.yaml`` when it exists."""
+    return load_alert_params(path if path is not None and Path(path).exists() else None)
+
+
 def _positive(value: Any) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value) and value > 0)

@@ -4,56 +4,27 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
-import subprocess
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-import redis
 import redis.asyncio as aioredis
 
 import llm_observe
 from llm_observe.api import events
 from llm_observe.api.keys import AppKeys
 from tests.api.conftest import MakeClient, make_collector
+from tests.redisd import REDIS, free_port, redis_server
 
-REDIS = shutil.which("redis-server")
 pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A throwaway redis-server on a free loopback port (no persistence)."""
-    assert REDIS is not None
-    port = free_port()
-    proc = subprocess.Popen(
-        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path_factory.mktemp("redis"))],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = redis.Redis(host="127.0.0.1", port=port)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise RuntimeError("redis-server did not start") from None
-            time.sleep(0.05)
-    client.close()
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(10)
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
 
 
 @pytest.fixture
