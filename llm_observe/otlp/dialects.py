@@ -39,9 +39,11 @@ from llm_observe.otlp.values import (
     provider_name,
     requested_model,
     resource_service,
+    seconds_ms,
     small,
 )
 from llm_observe.otlp.wire import is_error_status
+from llm_observe.providers.registry import provider_of_model
 from llm_observe.span import MAX_RETRIES, LlmSpan
 
 _M0, _M1, _M2, _M3 = MARKERS
@@ -65,6 +67,27 @@ def is_llm_span(attrs: Any, plan: Plan | None = None) -> bool:
     return all(_is_llm_op(small(attrs[key])) for key in ops)
 
 
+# Logfire's OpenAI/Anthropic instrumentation (logfire/_internal/integrations/llm_providers/
+# llm_provider.py): a streamed call's request span ends when the stream is returned, with no
+# usage and no output; the stream's end is logged as "streaming response from ... took {duration}s"
+# with the usage and the response. That record is the call; the opener is not.
+_LF_DURATION = "duration"
+_USAGE = (sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS)
+
+
+def logfire_stream(a: Any, span: Any) -> bool | None:
+    """For a Logfire record: True for a streaming-response log with usage (a call), False
+    for the request span that opened a stream (not a call), None otherwise."""
+    kind = small(a[sc.LOGFIRE_SPAN_TYPE])
+    has_usage = _USAGE[0] in a or _USAGE[1] in a
+    if kind == "log":
+        return True if has_usage and (_M0 in a or _M1 in a) else None
+    if kind == "span" and (_M0 in a or _M1 in a) and not has_usage \
+            and sc.GEN_AI_OUTPUT_MESSAGES not in a and not is_error_status(span.status):
+        return False
+    return None
+
+
 def _is_llm_op(op: Any) -> bool:
     # Not a string (an array, say: unhashable, so no set test) names no known operation.
     return type(op) is not str or op not in NOT_LLM_OPERATIONS
@@ -82,7 +105,8 @@ def map_span(span: Any, service_name: str,
             or sc.LF_OBSERVATION_TYPE in a):
         return None
     p = plan_for(a)
-    if not is_llm_span(a, p):
+    stream = logfire_stream(a, span) if sc.LOGFIRE_SPAN_TYPE in a else None
+    if not (stream or is_llm_span(a, p)) or stream is False:
         return None
     trace_id, span_id = span.trace_id, span.span_id
     if len(trace_id) != 16 or len(span_id) != 8:
@@ -102,6 +126,8 @@ def map_span(span: Any, service_name: str,
     prompt, completion, cache_read, cache_write, reasoning, reported, ttft = usage.read(
         span, a, p, provider)
     latency, ttft = latencies(span, a, p.latency, p.ttft, p.ttft_unit, ttft)
+    if stream and _LF_DURATION in a:  # the record is zero-length; it says how long it took
+        latency = seconds_ms(a, _LF_DURATION)
     start, events = span.start_time_unix_nano, span.events
 
     finish = finish_reason(a, p.finish) if p.finish else None
@@ -117,7 +143,8 @@ def map_span(span: Any, service_name: str,
     method = small(a[p.method]) if p.method else None
     # In LlmSpan's field order (checked at import, see _WRITTEN).
     values = (
-        model or actual or "unknown", provider or "unknown", service_name, prompt,
+        model or actual or "unknown",
+        provider or provider_of_model(model or actual) or "unknown", service_name, prompt,
         completion, latency, ttft, finish, status,
         flag(a, p.pii) if p.pii else False,
         flag(a, p.injection) if p.injection else False,

@@ -35,8 +35,9 @@ NOT_LLM_OPERATIONS = frozenset({
     # EMBEDDING kind is left out the same way (LiteLLM's llm.request.type: aembedding).
     "embeddings", "embedding", "aembedding",
     # Logfire (logfire.span_type): a pending span is the start-time copy of a span that
-    # arrives again when it ends; a log is a zero-length record (the streaming-response
-    # log repeats the request's gen_ai.* keys of the span it follows).
+    # arrives again when it ends. Its "log" records are no call either — except the
+    # streaming-response record, which carries the streamed call's usage
+    # (dialects.logfire_stream).
     "pending_span", "log",
 })
 # Langfuse observation types that are one model call (langfuse/_client/constants.py).

@@ -143,3 +143,33 @@ def wire_of(provider: str) -> str:
     """The response format family of a provider (``openai`` for unknown ones)."""
     known = BY_NAME.get(provider)
     return known.wire if known is not None else "openai"
+
+
+# Model-name prefixes of each vendor's own model families, for spans that name a model but
+# no provider (the Langfuse SDK's generations, hand-written spans). Only first-party names:
+# an open-weights family (llama, qwen) is served by many hosts, so it gives no answer.
+_MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("gpt-", "openai"), ("chatgpt-", "openai"), ("o1", "openai"), ("o3", "openai"),
+    ("o4", "openai"), ("text-embedding-", "openai"), ("dall-e", "openai"),
+    ("claude-", "anthropic"), ("gemini-", "gemini"), ("mistral-", "mistral"),
+    ("mixtral-", "mistral"), ("codestral", "mistral"), ("magistral", "mistral"),
+    ("command-", "cohere"), ("grok-", "xai"), ("deepseek-", "deepseek"),
+)
+
+
+def provider_of_model(model: str | None) -> str | None:
+    """The vendor whose own model family ``model`` belongs to, or None (unknown, or served
+    by many). ``openai/gpt-4o``-style prefixes name the provider directly."""
+    if not model:
+        return None
+    name = model.strip().lower()
+    if "/" in name:
+        head = canonical(name.split("/", 1)[0])
+        if head in BY_NAME:
+            return head
+        name = name.rsplit("/", 1)[1]
+    for prefix, provider in _MODEL_PREFIXES:
+        if name.startswith(prefix) and (len(prefix) > 2 or name[len(prefix):len(prefix) + 1]
+                                        in ("", "-")):
+            return provider
+    return None

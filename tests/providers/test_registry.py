@@ -8,7 +8,13 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from llm_observe.otlp.walk import decode_request, walk
 from llm_observe.pricing import load_price_table
-from llm_observe.providers.registry import ALIASES, PROVIDERS, canonical, canonical_provider
+from llm_observe.providers.registry import (
+    ALIASES,
+    PROVIDERS,
+    canonical,
+    canonical_provider,
+    provider_of_model,
+)
 from llm_observe.span import LlmSpan
 from tests.receiver.conftest import llm_span, record_spans
 
@@ -51,3 +57,17 @@ def test_no_alias_chains_and_no_alias_shadows_a_provider() -> None:
     assert all(target in names for target in ALIASES.values())
     assert not names & set(ALIASES)
     assert canonical_provider(None) is None and canonical_provider("") is None
+
+
+@pytest.mark.parametrize(("model", "provider"), [
+    ("gpt-4o", "openai"), ("o1", "openai"), ("o3-mini", "openai"), ("o4-mini-2025-04-16", "openai"),
+    ("claude-sonnet-4-5", "anthropic"), ("gemini-2.5-pro", "gemini"), ("grok-4", "xai"),
+    ("mistral-large-latest", "mistral"), ("command-r-plus", "cohere"),
+    ("deepseek-chat", "deepseek"), ("openai/gpt-4o", "openai"), ("ANTHROPIC/claude-x", "anthropic"),
+    # open-weights families are served by many hosts; unknown names stay unknown
+    ("llama-3.1-70b", None), ("meta-llama/Llama-3.3-70B", None), ("qwen2.5-72b", None),
+    ("omni-model", None), ("o10", None), ("", None), (None, None),
+])
+def test_a_span_without_provider_gets_its_model_family_vendor(model: str | None,
+                                                              provider: str | None) -> None:
+    assert provider_of_model(model) == provider
