@@ -42,7 +42,8 @@ def _calls_landed(m: Scrape, service: str) -> None:
 def test_langfuse_and_logfire_sdks_land_once_with_tokens() -> None:
     api, metrics, http = free_port(), free_port(), free_port()
     served = start("--port", str(api), "--metrics-port", str(metrics), "--otlp-port", "0",
-                   "--otlp-http-port", str(http), environ={**env(), "LLM_OBSERVE_OTLP_TOKEN": TOKEN})
+                   "--otlp-http-port", str(http),
+                   environ={**env(), "LLM_OBSERVE_OTLP_TOKEN": TOKEN})
     base = f"http://127.0.0.1:{http}"
     try:
         with FakeProvider() as fake:
