@@ -49,11 +49,13 @@ def start_local_prometheus(out_dir: Path | str, scrape_port: int, ui_port: int, 
                            scrape_interval: str = "5s", scrape_host: str = "127.0.0.1",
                            retention: str = "15d", binary: str | None = None,
                            metrics_token: str | None = None,
-                           alerts: AlertParams | None = None) -> subprocess.Popen[bytes]:
+                           alerts: AlertParams | None = None,
+                           more_ports: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     """Render ``OUT/prometheus/prometheus.yml`` (+ ``alerts.yml``, thresholds ``alerts``) and
     start Prometheus on 127.0.0.1:``ui_port``.
 
-    It scrapes ``scrape_host:scrape_port/metrics`` every ``scrape_interval`` and keeps
+    It scrapes ``scrape_host:scrape_port/metrics`` (and each of ``more_ports``: replicas
+    on the same host, one job) every ``scrape_interval`` and keeps
     its TSDB in ``OUT/prometheus/data`` (log: ``OUT/prometheus/prometheus.log``).
     Raises FileNotFoundError when no binary is found, OSError when ``ui_port`` is taken.
     Returns at once; use :func:`wait_ready` to wait for the HTTP API.
@@ -66,7 +68,8 @@ def start_local_prometheus(out_dir: Path | str, scrape_port: int, ui_port: int, 
     out = Path(out_dir)
     params = RenderParams.for_profile("native", metrics_host=scrape_host, metrics_port=scrape_port,
                                       prometheus_port=ui_port, scrape_interval=scrape_interval,
-                                      alerts=alerts)
+                                      alerts=alerts, extra_scrape_targets=tuple(
+                                          f"{scrape_host}:{p}" for p in more_ports))
     config, _ = render_all(params, out, only=(CONFIG, RULES), metrics_token=metrics_token)
     data = out / "prometheus" / "data"
     data.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ from llm_observe.errors import ConfigError
 from llm_observe.provisioning.alerts import AlertParams
 
 PROFILES = ("native", "container")
+TARGET = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$")
 _DURATION = re.compile(r"^[1-9][0-9]*(ms|s|m|h)$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -42,6 +43,8 @@ class RenderParams:
     api_port: int = 8000
     metrics_host: str = "127.0.0.1"  # where Prometheus scrapes /metrics
     metrics_port: int = 9464
+    # more collectors (replicas, workers' hosts) scraped by the same job: "host:port" each
+    extra_scrape_targets: tuple[str, ...] = ()
     # a file holding LLM_OBSERVE_METRICS_TOKEN, when /metrics wants one (render writes it)
     metrics_token_file: str | None = None
     otlp_port: int = 4317
@@ -100,6 +103,9 @@ class RenderParams:
             _check(bool(_DURATION.match(getattr(self, name))), name,
                    "must be a duration like 5s, 500ms, 1m or 168h")
         _check(self.dashboard_reload_seconds >= 1, "dashboard_reload_seconds", "must be >= 1")
+        for target in self.extra_scrape_targets:
+            _check(bool(TARGET.match(target)), "extra_scrape_targets",
+                   f"{target!r} is not host:port")
         self.alerts.validate()
         return self
 

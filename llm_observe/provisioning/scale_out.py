@@ -29,11 +29,10 @@ from typing import Any
 
 from llm_observe import __version__
 from llm_observe.errors import ConfigError
-from llm_observe.provisioning.params import RenderParams
+from llm_observe.provisioning.params import TARGET, RenderParams
 
 RESOLVERS = ("dns", "k8s")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a DNS-1123 label
-_TARGET = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$")
 
 # template (relative to templates/) -> output (relative to OUT/scale-out/)
@@ -79,7 +78,7 @@ class ScaleOutParams:
         _check(1 <= self.cpu_target_percent <= 100, "cpu_target_percent", "must be 1..100")
         _check(self.queue_target_spans >= 1, "queue_target_spans", "must be >= 1")
         for target in self.replica_targets:
-            _check(bool(_TARGET.match(target)), "replica_targets",
+            _check(bool(TARGET.match(target)), "replica_targets",
                    f"{target!r} is not host:port")
         return self
 

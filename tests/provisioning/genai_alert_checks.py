@@ -7,7 +7,7 @@ what the rules, rendered with ``conftest.DASHBOARD_ALERTS``, hold pending for th
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 
 from llm_observe.collector.exporters.genai import DURATION_BUCKETS_S
@@ -18,7 +18,6 @@ from tests.provisioning.scenario import (
     close_to,
     group_by,
     one_label,
-    quantile,
 )
 
 GENAI = "llm-genai-semconv-dashboard"
@@ -64,21 +63,20 @@ def _alerts_of(uid: str) -> Callable[[Results, Scenario], None]:
 
 
 def _ops_per_second(r: Results, s: Scenario) -> None:
-    counts = Counter(span["model"] for span in MIX)
     close_to(one_label(r["A"], "gen_ai_request_model"),
-             {m: s.f * n / s.window_s for m, n in counts.items()})
+             {m: s.total(spans) / s.window_s for m, spans in group_by("model").items()})
 
 
 def _error_share(r: Results, s: Scenario) -> None:
-    errors = sum(1 for span in MIX if span["status"] == "error")
+    errors = s.total([x for x in MIX if x["status"] == "error"])
     # the REST record carries no error type: the conventions' fallback _OTHER
-    close_to(one_label(r["A"], "error_type"), {"_OTHER": 100 * errors / len(MIX)})
+    close_to(one_label(r["A"], "error_type"), {"_OTHER": 100 * errors / s.total(MIX)})
 
 
 def _seconds_percentiles(field: str) -> Callable[[Results, Scenario], None]:
     def check(r: Results, s: Scenario) -> None:
         for ref, q in (("A", 0.50), ("B", 0.95)):
-            expected = {m: quantile(q, [x[field] / 1000 for x in spans], DURATION_BUCKETS_S)
+            expected = {m: s.quantile(q, spans, field, DURATION_BUCKETS_S, scale=1000)
                         for m, spans in group_by("model").items()}
             close_to(one_label(r[ref], "gen_ai_request_model"), expected)
     return check
@@ -87,8 +85,8 @@ def _seconds_percentiles(field: str) -> Callable[[Results, Scenario], None]:
 def _tokens_per_second(r: Results, s: Scenario) -> None:
     expected: dict[str, float] = defaultdict(float)
     for span in MIX:
-        expected[f"{span['model']}/input"] += s.f * span["prompt_tokens"] / s.window_s
-        expected[f"{span['model']}/output"] += s.f * span["completion_tokens"] / s.window_s
+        expected[f"{span['model']}/input"] += s.w(span) * span["prompt_tokens"] / s.window_s
+        expected[f"{span['model']}/output"] += s.w(span) * span["completion_tokens"] / s.window_s
     actual = {f"{dict(k)['gen_ai_request_model']}/{dict(k)['gen_ai_token_type']}": v
               for k, v in r["A"].items()}
     close_to(actual, expected)
@@ -96,10 +94,11 @@ def _tokens_per_second(r: Results, s: Scenario) -> None:
 
 def _tokens_per_operation(r: Results, s: Scenario) -> None:
     # a span that reported no usage (0) is not observed
-    inputs = [x["prompt_tokens"] for x in MIX if x["prompt_tokens"]]
-    outputs = [x["completion_tokens"] for x in MIX if x["completion_tokens"]]
+    inputs = [x for x in MIX if x["prompt_tokens"]]
+    outputs = [x for x in MIX if x["completion_tokens"]]
     close_to(one_label(r["A"], "gen_ai_token_type"),
-             {"input": sum(inputs) / len(inputs), "output": sum(outputs) / len(outputs)})
+             {"input": s.total(inputs, "prompt_tokens") / s.total(inputs),
+              "output": s.total(outputs, "completion_tokens") / s.total(outputs)})
 
 
 GENAI_CHECKS: dict[tuple[str, str], Callable[[Results, Scenario], None]] = {

@@ -6,6 +6,7 @@ for why every series' increase scales by one factor ``f``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -54,9 +55,26 @@ class Scenario:
     prom: httpx.Client
     at: float  # evaluation time (unix s), the same for every query
     window_s: float  # substituted for $__range and $__rate_interval
-    f: float  # the common extrapolation factor of rate()/increase()
+    f: float  # the mean extrapolation factor of rate()/increase() over all spans
     costs: list[int]  # cost_usd_micro of each MIX span as recorded
     dashboards: dict[str, dict[str, Any]]
+    # each MIX span's own factor: that of the replica (scrape target) it was recorded on.
+    # One target scales every series alike; N targets, scraped at their own offsets, each
+    # scale theirs by their own factor, so an expected rate weighs each span by its own.
+    factors: dict[int, float] = dataclasses.field(default_factory=dict)
+
+    def w(self, span: dict[str, Any]) -> float:
+        """The extrapolation factor that applies to ``span``'s samples."""
+        return self.factors.get(id(span), self.f)
+
+    def total(self, spans: list[dict[str, Any]], field: str | None = None) -> float:
+        """Σ factor × (1, or the span's ``field``): what increase() reports for them."""
+        return sum(self.w(x) * (x[field] if field else 1) for x in spans)
+
+    def quantile(self, q: float, spans: list[dict[str, Any]], field: str,
+                 bounds: tuple[float, ...], scale: float = 1.0) -> float:
+        """histogram_quantile of these spans' ``field`` (÷ ``scale``) as Prometheus sees it."""
+        return quantile(q, [x[field] / scale for x in spans], bounds, [self.w(x) for x in spans])
 
     @property
     def window(self) -> str:
@@ -101,12 +119,16 @@ def wait_for(client: httpx.Client, expr: str, value: float, timeout: float = 20.
 # ---------------------------------------------------------------- expectations
 
 
-def quantile(q: float, values: list[int], bounds: tuple[int, ...]) -> float:
-    """Prometheus' histogram_quantile on the buckets these values fall in (linear in a bucket)."""
-    counts = [sum(1 for v in values if v <= b) for b in bounds]
-    rank = q * len(values)
+def quantile(q: float, values: list[float], bounds: tuple[float, ...],
+             weights: list[float] | None = None) -> float:
+    """Prometheus' histogram_quantile on the buckets these values fall in (linear in a
+    bucket); each value counts ``weights[i]`` (default 1)."""
+    ws = weights or [1.0] * len(values)
+    counts = [sum(w for v, w in zip(values, ws, strict=True) if v <= b) for b in bounds]
+    rank = q * sum(ws)
+    eps = 1e-9 * sum(ws)  # weighted sums round: a rank on a bucket's edge stays in it
     for i, cum in enumerate(counts):
-        if cum >= rank:
+        if cum >= rank - eps:
             below = counts[i - 1] if i else 0
             start = bounds[i - 1] if i else 0.0
             return start + (bounds[i] - start) * (rank - below) / (cum - below)

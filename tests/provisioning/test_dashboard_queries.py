@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 
 import httpx
@@ -34,7 +34,6 @@ from tests.provisioning.scenario import (
     close_to,
     group_by,
     one_label,
-    quantile,
     wait_for,
 )
 
@@ -59,12 +58,20 @@ def scenario(metrics_source: MetricsSource, prometheus: PrometheusServer,
                  costs=[int(c) for c in costs_a if c is not None],
                  dashboards=load_dashboards(out))
     s.f = sum(s.instant(f"increase(llm_spans_total[{s.window}])").values()) / len(MIX)
+    # span i went to replica i % N (conftest.record): its factor is that replica's
+    n = len(metrics_source.ports)
+    per_replica = one_label(s.instant(
+        f"sum by (instance) (increase(llm_spans_total[{s.window}]))"), "instance")
+    for k, port in enumerate(metrics_source.ports):
+        sent = [x for i, x in enumerate(MIX) if i % n == k]
+        for x in sent:
+            s.factors[id(x)] = per_replica[f"127.0.0.1:{port}"] / len(sent)
     return s
 
 
 def _latency_percentiles(r: Results, s: Scenario, field: str, bounds: tuple[int, ...]) -> None:
     for ref, q in (("A", 0.50), ("B", 0.95), ("C", 0.99)):
-        expected = {m: quantile(q, [x[field] for x in spans], bounds)
+        expected = {m: s.quantile(q, spans, field, bounds)
                     for m, spans in group_by("model").items()}
         close_to(one_label(r[ref], "model"), expected)
     slow, fast = one_label(r["B"], "model")["claude-3-5-sonnet"], one_label(r["B"], "model")[
@@ -74,9 +81,9 @@ def _latency_percentiles(r: Results, s: Scenario, field: str, bounds: tuple[int,
 
 def _avg_latency_vs_ttft(r: Results, s: Scenario) -> None:
     for ref, field in (("A", "latency_ms_total"), ("B", "latency_ms_ttft")):
-        expected = {m: sum(x[field] for x in spans) / len(spans)
+        expected = {m: s.total(spans, field) / s.total(spans)
                     for m, spans in group_by("model").items()}
-        close_to(one_label(r[ref], "model"), expected, rel=1e-9)
+        close_to(one_label(r[ref], "model"), expected)
 
 
 def _cumulative_cost(r: Results, s: Scenario) -> None:
@@ -98,27 +105,26 @@ def _cost_share(label: str) -> Callable[[Results, Scenario], None]:
 
 
 def _success_vs_error(r: Results, s: Scenario) -> None:
-    counts = Counter(span["status"] for span in MIX)
     close_to(one_label(r["A"], "status"),
-           {k: s.f * n / s.window_s for k, n in counts.items()})
+             {k: s.total(spans) / s.window_s for k, spans in group_by("status").items()})
 
 
 def _finish_reasons(r: Results, s: Scenario) -> None:
-    counts = Counter(span["finish_reason"] for span in MIX if span["finish_reason"])
-    close_to(one_label(r["A"], "finish_reason"), {k: s.f * n for k, n in counts.items()})
+    close_to(one_label(r["A"], "finish_reason"),
+             {k: s.total(spans) for k, spans in group_by("finish_reason").items() if k})
 
 
 def _retry_rate(r: Results, s: Scenario) -> None:
     (value,) = r["A"].values()
-    share = sum(1 for span in MIX if span["retry_count"] > 0) / len(MIX)
+    share = s.total([x for x in MIX if x["retry_count"] > 0]) / s.total(MIX)
     assert value == pytest.approx(100 * share, rel=1e-9)
 
 
 def _per_service_rate(flag: str) -> Callable[[Results, Scenario], None]:
     def check(r: Results, s: Scenario) -> None:
-        counts = Counter(span["service_name"] for span in MIX if span[flag])
         close_to(one_label(r["A"], "service_name"),
-               {k: s.f * n / s.window_s for k, n in counts.items()})
+                 {k: s.total([x for x in spans if x[flag]]) / s.window_s
+                  for k, spans in group_by("service_name").items()})
     return check
 
 
@@ -152,9 +158,12 @@ CHECKS: dict[tuple[str, str], Callable[[Results, Scenario], None]] = {
 # ---------------------------------------------------------------- tests
 
 
-def test_extrapolation_factor_is_bounded(scenario: Scenario) -> None:
+def test_extrapolation_factor_is_bounded(scenario: Scenario,
+                                         metrics_source: MetricsSource) -> None:
     # increase() extrapolates past the first/last sample by at most ~1 scrape each side
     assert 1.0 <= scenario.f < 2.0
+    assert len(set(scenario.factors.values())) == len(metrics_source.ports)
+    assert all(1.0 <= f < 2.0 for f in scenario.factors.values())
 
 
 def test_every_panel_has_a_numeric_check(scenario: Scenario) -> None:
@@ -219,11 +228,12 @@ def test_trace_to_metrics_queries_answer_for_the_span_model(scenario: Scenario) 
     costs = [c for x, c in zip(MIX, scenario.costs, strict=True) if x["model"] == model]
     expected = {
         "Latency p95 of this model (ms)":
-            quantile(0.95, [x["latency_ms_total"] for x in group], LATENCY_BUCKETS_MS),
+            scenario.quantile(0.95, group, "latency_ms_total", LATENCY_BUCKETS_MS),
         "TTFT p95 of this model (ms)":
-            quantile(0.95, [x["latency_ms_ttft"] for x in group], TTFT_BUCKETS_MS),
+            scenario.quantile(0.95, group, "latency_ms_ttft", TTFT_BUCKETS_MS),
         "Error share of this model (%)":
-            100 * sum(1 for x in group if x["status"] == "error") / len(group),
+            100 * scenario.total([x for x in group if x["status"] == "error"])
+            / scenario.total(group),
         "Cumulative cost of this model (USD)": 2 * sum(costs) / 1e6,
     }
     tags = _grafana_tags("claude-3-5-sonnet", "rag-worker")
@@ -249,3 +259,22 @@ def test_genai_metrics_agree_with_the_spec_series(scenario: Scenario) -> None:
     seconds = one_label(q("1000 * sum by (gen_ai_request_model) "
                           "(gen_ai_client_operation_duration_seconds_sum)"), "gen_ai_request_model")
     close_to(seconds, one_label(q("sum by (model) (llm_latency_ms_total_sum)"), "model"))
+
+
+def test_every_replica_is_a_target_and_chains_add_up_across_replicas(
+        scenario: Scenario, metrics_source: MetricsSource) -> None:
+    up = scenario.instant('up{job="llm-observe"}')
+    assert sorted(dict(k)["instance"] for k in up) == sorted(
+        f"127.0.0.1:{p}" for p in metrics_source.ports)
+    assert set(up.values()) == {1.0}
+    # one tool-call chain whose turns land on every replica in turn (with Redis, one chain)
+    trace = f"{len(metrics_source.ports)}-chain-trace"
+    seen = []
+    for turn, api in enumerate(metrics_source.apis * 2):
+        finish = "tool_calls" if turn < 2 * len(metrics_source.apis) - 1 else "stop"
+        r = httpx.post(f"{api}/v1/tool-call/track", timeout=10, json={
+            "trace_id": trace, "cost_usd_micro": 100 + turn, "finish_reason": finish})
+        assert r.status_code == 200, r.text
+        seen.append(r.json()["cumulative_cost_usd_micro"])
+    steps = 2 * len(metrics_source.apis)
+    assert seen == [sum(100 + t for t in range(n + 1)) for n in range(steps)]
