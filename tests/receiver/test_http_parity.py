@@ -85,7 +85,10 @@ async def test_a_20000_span_json_request_does_not_hold_the_loop() -> None:
     try:
         worst, status = await worst_lateness(asyncio.to_thread(post))
         assert status == 200
-        assert worst < 0.1, f"the loop was held {worst * 1000:.0f} ms"
+        # Parsed whole, this body held the loop 300-1,200 ms; leaf by leaf its worst hold is
+        # ~8 ms on an idle machine and reached 106 ms at load 5 on 2 cores (GIL hand-offs to
+        # a busy thread): the bound catches the regression, not the neighbours.
+        assert worst < 0.25, f"the loop was held {worst * 1000:.0f} ms"
         assert b'llm_spans_total{has_retries="false",model="gpt-4o",provider="openai",' \
                b'service_name="default",status="success"} 20000.0' in generate_latest(registry)
     finally:
