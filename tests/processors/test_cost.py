@@ -46,7 +46,7 @@ def test_prices_known_models_with_their_price_version(table: PriceTable) -> None
         15_000,   # 8000 x $1.25 + 1000 x $5
     ]
     assert [s.price_version for s in batch] == [
-        "litellm-2026-10-21", "anthropic-2024-10", "google-2024-10"]
+        "litellm-1.109.1", "anthropic-2025-11", "google-2024-10"]
 
 
 def test_openai_style_cached_prompt_is_billed_at_cache_price(table: PriceTable) -> None:
@@ -99,7 +99,7 @@ def test_priced_model_with_no_tokens_costs_zero(table: PriceTable) -> None:
     s = span(model="gpt-4o", provider="openai")
     CostProcessor(table).process([s])
     assert s.cost_usd_micro == 0
-    assert s.price_version == "litellm-2026-10-21"
+    assert s.price_version == "litellm-1.109.1"
 
 
 def test_error_spans_still_cost_their_tokens(table: PriceTable) -> None:
