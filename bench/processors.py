@@ -3,7 +3,8 @@
 Prints JSON lines:
 - chain spans/s (tokens → cost → scan → sampling → metrics) for 1k/10k/100k
   spans carrying ~200-char prompt and completion text, with provider-reported
-  token counts and with counts missing (so the tokens stage really counts);
+  token counts and with counts missing (so the tokens stage really counts), and
+  the cost step's share of the processors' time;
 - metric updates/s for the eight families with cached label children against
   the baseline that calls ``.labels()`` on every update, same run; and with the OTel
   GenAI histograms on as a ratio of the eight alone (target >= 0.6).
@@ -69,8 +70,15 @@ def bench_chain(sizes: list[int]) -> None:
             batches = iter([make_spans(n, with_counts) for _ in range(3)])
             t = median_time(lambda c=chain, m=metrics, b=batches: _run(c, m, next(b)),
                             repeats=3)
+            counts = "provided" if with_counts else "counted"
             emit("processors", "chain_spans_per_s", n / t, "spans/s", spans=n,
-                 token_counts="provided" if with_counts else "counted", target=25_000)
+                 token_counts=counts, target=25_000)
+            # Issue 14's bound: the cost step's share of the processors' time (price
+            # structures must not make it grow by more than 10%, same-run before/after).
+            stats = chain.stats
+            emit("processors", "cost_step_share_of_chain_pct",
+                 100 * stats["cost"].seconds / sum(st.seconds for st in stats.values()), "%",
+                 spans=n, token_counts=counts)
 
 
 def _run(chain: ProcessorChain, metrics: LlmMetrics, batch: list[LlmSpan]) -> None:

@@ -19,6 +19,7 @@ from llm_observe.api import (
     meta,
     metrics,
     pii_injection,
+    pricing,
     sampling,
     streaming,
     token_counting,
@@ -53,6 +54,7 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("POST", "/v1/metrics/record-batch", metrics.record_batch_handler),
     ("POST", "/v1/tool-call/track", tool_call.track_handler),
     ("POST", "/v1/tool-call/clear", tool_call.clear_handler),
+    ("GET", "/v1/pricing/models", pricing.models_handler),
     ("GET", "/v1/version", meta.version_handler),
     ("GET", "/v1/openapi.yaml", meta.openapi_handler),
 )

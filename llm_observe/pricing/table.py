@@ -1,26 +1,19 @@
-"""Price entries, the exact cost formula and model-name resolution.
+"""The price table: entries by (model, provider) and model-name resolution.
 
-Loaded from ``config/model_prices.yaml`` by :mod:`llm_observe.pricing`; this
-module is the in-memory side that runs once per span.
-
-Cost (ARCHITECTURE "Decisions"): USD per 1M tokens x tokens = micro-USD, so
-``cost_usd_micro = round_half_up(sum(tokens x price_per_1m))``. Prices are kept
-as integers scaled by 10**9 (exact for any price with <= 9 decimals), so the
-sum is exact integer arithmetic and rounds half up with no float error.
+Loaded from ``config/model_prices.yaml`` by :mod:`llm_observe.pricing`; the entries and
+their exact cost arithmetic are in :mod:`.entry` and :mod:`.rates`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from decimal import Decimal
 
+from llm_observe.pricing.entry import PriceEntry
+from llm_observe.pricing.rates import PRICE_DECIMALS, scale_price
 from llm_observe.providers.registry import canonical
 
-PRICE_DECIMALS = 9
-_SCALE: int = 10**PRICE_DECIMALS
-_HALF = _SCALE // 2
+__all__ = ["PRICE_DECIMALS", "PriceEntry", "PriceTable", "scale_price", "snapshot_bases"]
 # Resolution results are cached per raw (model, provider); a client sending
 # endless distinct names must not grow memory without bound.
 _CACHE_MAX = 10_000
@@ -32,57 +25,6 @@ _CACHE_MAX = 10_000
 _SNAPSHOT_SUFFIX = re.compile(
     r"(?:-latest|[-@]\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{4}|-\d{2}-\d{2}|-\d{3,4})$"
 )
-
-
-def scale_price(price: Decimal) -> int:
-    """USD per 1M tokens -> integer in 1e-9 units; ValueError if not exact."""
-    scaled = price * _SCALE
-    if scaled != scaled.to_integral_value():
-        raise ValueError(f"has more than {PRICE_DECIMALS} decimal places")
-    return int(scaled)
-
-
-@dataclass(frozen=True, slots=True)
-class PriceEntry:
-    """One model's list prices in USD per 1M tokens (spec 2.5, plus cached input)."""
-
-    model: str
-    provider: str
-    input_price_per_1m: Decimal
-    output_price_per_1m: Decimal
-    version: str
-    cache_read_price_per_1m: Decimal | None = None
-    cache_write_price_per_1m: Decimal | None = None
-    _input: int = field(init=False, repr=False, compare=False)
-    _output: int = field(init=False, repr=False, compare=False)
-    _cache_read: int = field(init=False, repr=False, compare=False)
-    _cache_write: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        inp = scale_price(self.input_price_per_1m)
-        # A missing cache price means the provider bills cached tokens at the
-        # input price (no discount, no surcharge).
-        read = self.cache_read_price_per_1m
-        write = self.cache_write_price_per_1m
-        object.__setattr__(self, "_input", inp)
-        object.__setattr__(self, "_output", scale_price(self.output_price_per_1m))
-        object.__setattr__(self, "_cache_read", inp if read is None else scale_price(read))
-        object.__setattr__(self, "_cache_write", inp if write is None else scale_price(write))
-
-    def cost_usd_micro(self, prompt_tokens: int, completion_tokens: int,
-                       cache_read_tokens: int = 0, cache_write_tokens: int = 0) -> int:
-        """Exact cost in micro-USD, rounded half up.
-
-        Cached tokens are subsets of ``prompt_tokens`` (see span.py): they are
-        priced at the cache prices instead of the input price, never on top of
-        it. Inconsistent counts are clamped so nothing is counted twice.
-        """
-        prompt = max(prompt_tokens, 0)
-        read = min(max(cache_read_tokens, 0), prompt)
-        write = min(max(cache_write_tokens, 0), prompt - read)
-        scaled = ((prompt - read - write) * self._input + read * self._cache_read
-                  + write * self._cache_write + max(completion_tokens, 0) * self._output)
-        return (scaled + _HALF) // _SCALE
 
 
 def snapshot_bases(name: str) -> list[str]:
@@ -105,9 +47,13 @@ class PriceTable:
     loader, which reports that as a ConfigError naming both entries.
     """
 
-    def __init__(self, entries: Iterable[PriceEntry], source: str = "<memory>") -> None:
+    def __init__(self, entries: Iterable[PriceEntry], source: str = "<memory>",
+                 origin: str = "memory") -> None:
         self.entries: tuple[PriceEntry, ...] = tuple(entries)
         self.source = source
+        # How the file was chosen: "default" (shipped), "env" ($LLM_OBSERVE_PRICES_FILE),
+        # "path" (an explicit path, e.g. the collector's price-file setting) or "memory".
+        self.origin = origin
         self._by_key: dict[tuple[str, str], PriceEntry] = {}
         by_model: dict[str, list[PriceEntry]] = {}
         for entry in self.entries:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 
 from llm_observe.pricing.table import PriceTable
+from llm_observe.pricing.unpriced import UnpricedTracker
 from llm_observe.processors.reported_cost import ReportedCostStats
+from llm_observe.processors.span_usage import SPAN_DETAIL_FIELDS, span_usage
 from llm_observe.span import LlmSpan
 
 log = logging.getLogger(__name__)
@@ -34,6 +36,7 @@ class CostProcessor:
         self.reported = reported if reported is not None else ReportedCostStats()
         self._warned: set[tuple[str, str]] = set()
         self._warned_full = False
+        self.unpriced = UnpricedTracker()  # read by GET /v1/pricing/models
 
     def process(self, batch: list[LlmSpan]) -> None:
         """Price every span in place; unpriced spans get None and a one-time warning."""
@@ -55,9 +58,11 @@ class CostProcessor:
         if entry is None:
             span.cost_usd_micro = None
             span.price_version = None
+            self.unpriced.record(span.model, span.provider)
             self._warn_unpriced(span)
             return
-        span.cost_usd_micro = entry.cost_usd_micro(
+        usage = span_usage(span) if SPAN_DETAIL_FIELDS else None  # no call on the hot path
+        span.cost_usd_micro = entry.cost(usage) if usage is not None else entry.cost_usd_micro(
             span.prompt_tokens, span.completion_tokens,
             span.cache_read_tokens, span.cache_write_tokens)
         span.price_version = entry.version

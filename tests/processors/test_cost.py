@@ -46,7 +46,7 @@ def test_prices_known_models_with_their_price_version(table: PriceTable) -> None
         15_000,   # 8000 x $1.25 + 1000 x $5
     ]
     assert [s.price_version for s in batch] == [
-        "litellm-2026-10-21", "anthropic-2024-10", "google-2024-10"]
+        "litellm-1.109.1", "anthropic-2025-11", "google-2024-10"]
 
 
 def test_openai_style_cached_prompt_is_billed_at_cache_price(table: PriceTable) -> None:
@@ -99,7 +99,7 @@ def test_priced_model_with_no_tokens_costs_zero(table: PriceTable) -> None:
     s = span(model="gpt-4o", provider="openai")
     CostProcessor(table).process([s])
     assert s.cost_usd_micro == 0
-    assert s.price_version == "litellm-2026-10-21"
+    assert s.price_version == "litellm-1.109.1"
 
 
 def test_error_spans_still_cost_their_tokens(table: PriceTable) -> None:
@@ -127,3 +127,34 @@ def test_runs_in_the_processor_chain(table: PriceTable) -> None:
     chain.run(batch)
     assert batch[0].cost_usd_micro == 1_624  # 2000 x $0.28 + 8000 x $0.028 + 2000 x $0.42
     assert chain.stats["cost"].spans == 1 and chain.stats["cost"].errors == 0
+
+
+def test_unpriced_spans_are_counted_per_model_for_the_pricing_endpoint(
+        table: PriceTable) -> None:
+    proc = CostProcessor(table)
+    proc.process([span(model="acme-llm-7b", provider="acme"),
+                  span(model="acme-llm-7b", provider="acme"),
+                  span(model="gpt-4o", provider="openai")])
+    assert proc.unpriced.snapshot()["models"] == [
+        {"model": "acme-llm-7b", "provider": "acme", "count": 2}]
+
+
+def test_long_prompt_through_the_chain_is_billed_at_the_context_tier(
+        table: PriceTable) -> None:
+    # Gemini 2.5 Pro: prompts > 200k tokens at $2.50 / $15 (ai.google.dev pricing).
+    s = span(model="gemini-2.5-pro", provider="gcp.gemini", prompt_tokens=250_000,
+             completion_tokens=10_000)
+    CostProcessor(table).process([s])
+    assert s.cost_usd_micro == 775_000  # the old table said 412,500: half the input price
+
+
+def test_span_detail_fields_are_usage_fields() -> None:
+    # The span fields the cost step reads for the detailed Usage must keep Usage's names.
+    from dataclasses import fields
+
+    from llm_observe.pricing import Usage
+    from llm_observe.processors.span_usage import DETAIL_FIELDS, span_usage
+
+    assert set(DETAIL_FIELDS) <= {f.name for f in fields(Usage)}
+    # A span with only the four counts takes the four-count path.
+    assert span_usage(span(model="gpt-4o", provider="openai", prompt_tokens=10)) is None
