@@ -67,6 +67,20 @@ PRICE_VERSION: Final = _P + "price_version"
 PII_DETECTED: Final = _P + "pii_detected"
 INJECTION_ATTEMPT: Final = _P + "injection_attempt"
 IS_SAMPLED: Final = _P + "is_sampled"
+# counts the price structures need (docs/pricing.md); subsets of the input/output counts
+CACHE_WRITE_1H_TOKENS: Final = _P + "cache_write_1h_tokens"  # part of the cache writes
+REASONING_TOKENS: Final = _P + "reasoning_tokens"
+AUDIO_INPUT_TOKENS: Final = _P + "audio_input_tokens"
+AUDIO_OUTPUT_TOKENS: Final = _P + "audio_output_tokens"
+IMAGE_INPUT_TOKENS: Final = _P + "image_input_tokens"
+IMAGE_OUTPUT_TOKENS: Final = _P + "image_output_tokens"
+SERVICE_TIER: Final = _P + "service_tier"  # as the provider reported it on the response
+# OpenAI's service tier: semantic-conventions registry `openai.response.service_tier`
+# (before: `gen_ai.openai.response.service_tier`); OpenInference's audio token details
+OPENAI_RESPONSE_SERVICE_TIER: Final = "openai.response.service_tier"
+GEN_AI_OPENAI_RESPONSE_SERVICE_TIER: Final = "gen_ai.openai.response.service_tier"
+OI_PROMPT_AUDIO_TOKENS: Final = "llm.token_count.prompt_details.audio"
+OI_COMPLETION_AUDIO_TOKENS: Final = "llm.token_count.completion_details.audio"
 PROMPT_HASH: Final = _P + "prompt_hash"
 EMBEDDING: Final = _P + "embedding"
 EMBEDDING_MODEL: Final = _P + "embedding_model"

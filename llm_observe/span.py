@@ -25,9 +25,8 @@ from llm_observe import semconv
 from llm_observe.errors import FieldError, SpanValidationError
 from llm_observe.providers.registry import canonical
 
-# Bounds that reject absurd values while admitting every real call: 100M tokens
-# is ~50x the largest context window on sale today; a day is longer than any
-# provider's request timeout.
+# Bounds that reject absurd values while admitting every real call: 100M tokens is ~50x the
+# largest context window on sale today; a day is longer than any provider's request timeout.
 MAX_TOKENS = 100_000_000
 MAX_LATENCY_MS = 86_400_000
 MAX_RETRIES = 1_000
@@ -110,6 +109,13 @@ class LlmSpan:
     # reported by the producer: reasoning part of completion_tokens, its own cost estimate
     reasoning_tokens: int = 0
     reported_cost_usd_micro: int | None = None
+    # for the price structures (pricing/usage.py): parts of the counts above; the tier
+    cache_write_1h_tokens: int = 0
+    audio_input_tokens: int = 0
+    audio_output_tokens: int = 0
+    image_input_tokens: int = 0
+    image_output_tokens: int = 0
+    service_tier: str | None = None
     prompt_hash: str | None = None
     embedding: list[float] | None = None
     trace_cost_usd_micro: int | None = None
@@ -164,10 +170,16 @@ class LlmSpan:
             prompt_text=v.text("prompt"),
             completion_text=v.text("completion"),
         )
-        for key in ("span_id", "trace_id", "parent_span_id"):
+        for key in ("span_id", "trace_id", "parent_span_id", "service_tier"):
             value = v.string(key)
             if value is not None:
                 setattr(span, key, value)
+        for key in DETAIL_COUNTS:
+            setattr(span, key, v.integer(key, MAX_TOKENS) or 0)
+        for part, whole in (("cache_write_1h_tokens", "cache_write_tokens"),
+                            ("reasoning_tokens", "completion_tokens")):
+            if getattr(span, part) > getattr(span, whole):
+                v.fail(part, f"is part of {whole} and cannot exceed it")
         if span.latency_ms_ttft is not None and span.latency_ms_total is not None \
                 and span.latency_ms_ttft > span.latency_ms_total:
             v.fail("latency_ms_ttft", "must not exceed latency_ms_total")
@@ -177,6 +189,10 @@ class LlmSpan:
         if v.errors:
             raise SpanValidationError(v.errors)
         return span
+
+
+DETAIL_COUNTS = ("reasoning_tokens", "cache_write_1h_tokens", "audio_input_tokens",  # parts
+                 "audio_output_tokens", "image_input_tokens", "image_output_tokens")
 
 
 class _Validator:

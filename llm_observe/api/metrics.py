@@ -39,6 +39,9 @@ RECORD_FIELDS = frozenset({
     "injection_attempt", "retry_count", "attempted_models", "span_id", "trace_id",
     "parent_span_id", "endpoint", "session_id", "actual_model", "error_type",
     "cache_read_tokens", "cache_write_tokens", "prompt", "completion",
+    # the price structures' counts (docs/pricing.md)
+    "reasoning_tokens", "cache_write_1h_tokens", "audio_input_tokens", "audio_output_tokens",
+    "image_input_tokens", "image_output_tokens", "service_tier",
 })
 PROVIDER_SPELLINGS = frozenset(BY_NAME) | frozenset(ALIASES)
 MAX_LOGGED_WARNINGS = 256  # distinct warnings logged per process; the answers name them all

@@ -49,6 +49,14 @@ METADATA_KEYS: dict[str, str] = {
     "is_sampled": semconv.IS_SAMPLED,
 }
 _CONTENT_KEYS = frozenset({semconv.PROMPT_TEXT, semconv.COMPLETION_TEXT})
+# Outcome.details -> attribute keys (read back by otlp/plan.py: DETAILS, REASONING)
+DETAIL_KEYS: dict[str, str] = {
+    "reasoning_tokens": semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
+    "cache_write_1h_tokens": semconv.CACHE_WRITE_1H_TOKENS,
+    "audio_input_tokens": semconv.AUDIO_INPUT_TOKENS,
+    "audio_output_tokens": semconv.AUDIO_OUTPUT_TOKENS,
+    "service_tier": semconv.SERVICE_TIER,
+}
 
 
 def attribute_value(value: Any) -> Any:
@@ -194,6 +202,9 @@ class LlmCall:
             attrs[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = out.cache_read
         if out.cache_write:
             attrs[semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = out.cache_write
+        if out.details:
+            for name, value in out.details.items():
+                attrs[DETAIL_KEYS[name]] = value if name == "service_tier" else int(value)
 
     def _count(self, out: Outcome, text: str) -> tuple[int | None, int | None]:
         from llm_observe.instrument.counting import count_completion, count_prompt

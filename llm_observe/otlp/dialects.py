@@ -44,7 +44,7 @@ from llm_observe.otlp.values import (
 )
 from llm_observe.otlp.wire import is_error_status
 from llm_observe.providers.registry import provider_of_model
-from llm_observe.span import MAX_RETRIES, LlmSpan
+from llm_observe.span import MAX_RETRIES, MAX_TOKENS, LlmSpan
 
 _M0, _M1, _M2, _M3 = MARKERS
 _METHODS = frozenset({sc.METHOD_EXACT, sc.METHOD_HEURISTIC})
@@ -162,7 +162,13 @@ def map_span(span: Any, service_name: str,
         None, None,  # cost_usd_micro, price_version: the cost stage sets them
         flag(a, p.sampled) if p.sampled else False, reasoning, reported,
     )
-    return LlmSpan(*values, source="otlp", position=position)
+    out = LlmSpan(*values, source="otlp", position=position)
+    if p.details or p.service_tier:  # rare: the price structures' counts
+        for field, key in p.details:
+            setattr(out, field, integer(a, key, MAX_TOKENS))
+        if p.service_tier:
+            out.service_tier = label(a, p.service_tier)
+    return out
 
 
 # map_span passes LlmSpan's leading fields positionally (a third of the cost of keywords,

@@ -86,6 +86,16 @@ _FINISH = (sc.FINISH_REASON, sc.GEN_AI_RESPONSE_FINISH_REASONS, "gen_ai.completi
 _SESSION = (sc.SESSION_ID, sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID)
 _OPS = (sc.GEN_AI_OPERATION_NAME, sc.OLLM_SPAN_KIND, sc.OLLM_REQUEST_TYPE, sc.LOGFIRE_SPAN_TYPE)
 _LANGFUSE = (sc.LF_USAGE_DETAILS, sc.LF_COST_DETAILS, sc.LF_COMPLETION_START_TIME)
+# The price structures' counts (docs/pricing.md), read when present: (LlmSpan field, keys).
+DETAILS = (
+    ("cache_write_1h_tokens", (sc.CACHE_WRITE_1H_TOKENS,)),
+    ("audio_input_tokens", (sc.AUDIO_INPUT_TOKENS, sc.OI_PROMPT_AUDIO_TOKENS)),
+    ("audio_output_tokens", (sc.AUDIO_OUTPUT_TOKENS, sc.OI_COMPLETION_AUDIO_TOKENS)),
+    ("image_input_tokens", (sc.IMAGE_INPUT_TOKENS,)),
+    ("image_output_tokens", (sc.IMAGE_OUTPUT_TOKENS,)),
+)
+SERVICE_TIER = (sc.SERVICE_TIER, sc.OPENAI_RESPONSE_SERVICE_TIER,
+                sc.GEN_AI_OPENAI_RESPONSE_SERVICE_TIER)
 
 # Every attribute key map_span reads (besides the text families of otlp/texts.py).
 MAPPED_KEYS = (*MARKERS, *_MODEL, *_ACTUAL_MODEL, *_PROVIDER, *PROMPT_TOKENS,
@@ -95,7 +105,8 @@ MAPPED_KEYS = (*MARKERS, *_MODEL, *_ACTUAL_MODEL, *_PROVIDER, *PROMPT_TOKENS,
                sc.SERVICE, sc.SERVICE_NAME, sc.LATENCY_MS_TOTAL, sc.STATUS, sc.ERROR_TYPE,
                sc.RETRY_COUNT, sc.ATTEMPTED_MODELS, sc.ENDPOINT, sc.TOKEN_COUNT_METHOD,
                sc.PII_DETECTED, sc.INJECTION_ATTEMPT, sc.IS_SAMPLED, sc.AI_USAGE_NO_CACHE_TOKENS,
-               sc.AI_RESPONSE_PROVIDER_METADATA, sc.LITELLM_USAGE_OBJECT)
+               sc.AI_RESPONSE_PROVIDER_METADATA, sc.LITELLM_USAGE_OBJECT,
+               *(k for _, keys in DETAILS for k in keys), *SERVICE_TIER)
 
 PLAN_MAX_KEYS = 128  # spans with more attributes are planned without the cache
 PLAN_MAX_KEY_CHARS = 8192  # nor are key sets longer than this: the cache holds the keys
@@ -111,11 +122,11 @@ class Plan:
     """
 
     __slots__ = ("actual", "attempted", "cache_read", "cache_write", "completion",
-                 "completion_texts", "cost", "endpoint", "error_type", "finish", "injection",
-                 "invocation", "is_llm", "kind", "langfuse", "latency", "method", "model", "ops",
-                 "pii", "prompt", "prompt_texts", "provider", "reasoning", "retry", "sampled",
-                 "service", "session", "status", "texts_in_attrs", "total", "ttft",
-                 "ttft_unit", "usage_object", "vercel")
+                 "completion_texts", "cost", "details", "endpoint", "error_type", "finish",
+                 "injection", "invocation", "is_llm", "kind", "langfuse", "latency", "method",
+                 "model", "ops", "pii", "prompt", "prompt_texts", "provider", "reasoning",
+                 "retry", "sampled", "service", "service_tier", "session", "status",
+                 "texts_in_attrs", "total", "ttft", "ttft_unit", "usage_object", "vercel")
 
     def __init__(self, attrs: Any) -> None:
         def first(keys: tuple[str, ...]) -> str | None:
@@ -148,6 +159,8 @@ class Plan:
         self.endpoint, self.method = opt(sc.ENDPOINT), opt(sc.TOKEN_COUNT_METHOD)
         self.pii, self.injection = opt(sc.PII_DETECTED), opt(sc.INJECTION_ATTEMPT)
         self.sampled = opt(sc.IS_SAMPLED)
+        self.details = tuple((f, k) for f, keys in DETAILS if (k := first(keys)) is not None)
+        self.service_tier = first(SERVICE_TIER)
         # Dialects whose usage needs their own rule (otlp.usage): Langfuse's JSON details;
         # a Vercel AI SDK span without the ai >= 6 input token details.
         self.langfuse = tuple(k for k in _LANGFUSE if k in attrs)

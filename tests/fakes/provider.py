@@ -43,6 +43,10 @@ class Settings:
     delay_s: float = 0.0  # before the response headers
     chunk_delay_s: float = 0.0  # between streamed chunks
     retry_after_ms: int = 5  # sent with 429/5xx so SDK retries stay fast
+    # merged into the answer's usage object (e.g. completion_tokens_details, cache_creation)
+    # and into the answer itself (e.g. OpenAI's service_tier)
+    usage_extra: dict[str, Any] = field(default_factory=dict)
+    response_extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -186,9 +190,10 @@ class _Handler(BaseHTTPRequestHandler):
         completion_tokens = s.completion_tokens if s.completion_tokens is not None else len(words)
         usage = {"prompt_tokens": s.prompt_tokens, "completion_tokens": completion_tokens,
                  "total_tokens": s.prompt_tokens + completion_tokens,
-                 "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0}}
+                 "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                 **s.usage_extra}
         base = {"id": "chatcmpl-fake", "created": int(time.time()), "model": model,
-                "system_fingerprint": "fp_fake"}
+                "system_fingerprint": "fp_fake", **s.response_extra}
         if not body.get("stream"):
             self._json(200, {**base, "object": "chat.completion", "usage": usage, "choices": [{
                 "index": 0, "logprobs": None, "finish_reason": s.finish_reason,
@@ -218,7 +223,8 @@ class _Handler(BaseHTTPRequestHandler):
         stop_reason = {"stop": "end_turn", "length": "max_tokens",
                        "tool_calls": "tool_use"}.get(s.finish_reason, s.finish_reason)
         usage = {"input_tokens": s.prompt_tokens, "output_tokens": output_tokens,
-                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+                 **s.usage_extra}
         message = {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
                    "stop_sequence": None}
         if not body.get("stream"):

@@ -44,7 +44,7 @@ def as_int(value: Any) -> int | None:
 class Outcome:
     """What a provider's answer told us. ``None`` means "not reported"."""
 
-    __slots__ = ("cache_read", "cache_write", "completion_tokens", "finish_reason",
+    __slots__ = ("cache_read", "cache_write", "completion_tokens", "details", "finish_reason",
                  "prompt_tokens", "response_id", "response_model", "text_parts")
 
     def __init__(self) -> None:
@@ -56,6 +56,16 @@ class Outcome:
         self.cache_write: int | None = None
         self.finish_reason: str | None = None
         self.text_parts: list[str] = []
+        # what the price structures need, when reported (record.DETAIL_KEYS names them):
+        # reasoning, 1-hour cache writes, audio tokens, the service tier
+        self.details: dict[str, Any] | None = None
+
+    def detail(self, name: str, value: Any) -> None:
+        """Keep one detail the provider reported (None and 0 are not kept)."""
+        if value:
+            if self.details is None:
+                self.details = {}
+            self.details[name] = value
 
     @property
     def text(self) -> str:

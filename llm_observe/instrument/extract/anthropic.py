@@ -32,6 +32,12 @@ def usage(data: Any, out: Outcome) -> None:
         out.prompt_tokens = base + read + write
         out.cache_read = read or None
         out.cache_write = write or None
+    # cache writes by TTL (usage.cache_creation, Anthropic prompt-caching docs) and the
+    # tier the request ran on (usage.service_tier: standard, priority, batch)
+    by_ttl = get(data, "cache_creation")
+    if by_ttl is not None:
+        out.detail("cache_write_1h_tokens", as_int(get(by_ttl, "ephemeral_1h_input_tokens")))
+    out.detail("service_tier", get(data, "service_tier"))
 
 
 def response(data: Any, out: Outcome) -> None:

@@ -26,6 +26,16 @@ def usage(data: Any, out: Outcome) -> None:
     if details is not None:
         # OpenAI counts cached tokens inside prompt_tokens (span.py's convention too).
         out.cache_read = as_int(get(details, "cached_tokens"))
+        out.detail("audio_input_tokens", as_int(get(details, "audio_tokens")))
+    _output_details(get(data, "completion_tokens_details"), out, get)
+
+
+def _output_details(details: Any, out: Outcome, read: Any) -> None:
+    """Reasoning and audio tokens: parts of completion_tokens (OpenAI API reference,
+    ``usage.completion_tokens_details``)."""
+    if details is not None:
+        out.detail("reasoning_tokens", as_int(read(details, "reasoning_tokens")))
+        out.detail("audio_output_tokens", as_int(read(details, "audio_tokens")))
 
 
 def response(data: Any, out: Outcome) -> None:
@@ -35,6 +45,7 @@ def response(data: Any, out: Outcome) -> None:
         return
     out.response_model = get(data, "model")
     out.response_id = get(data, "id")
+    out.detail("service_tier", get(data, "service_tier"))  # flex, priority, default, scale
     found = get(data, "usage")
     if found is not None:
         usage(found, out)
@@ -53,6 +64,7 @@ def _response_object(data: Any, out: Outcome) -> None:
     # SDK objects (openai, LiteLLM): plain attribute access, the per-call hot path.
     out.response_model = getattr(data, "model", None)
     out.response_id = getattr(data, "id", None)
+    out.detail("service_tier", getattr(data, "service_tier", None))
     found = getattr(data, "usage", None)
     if found is not None:
         out.prompt_tokens = as_int(getattr(found, "prompt_tokens", None))
@@ -60,6 +72,8 @@ def _response_object(data: Any, out: Outcome) -> None:
         details = getattr(found, "prompt_tokens_details", None)
         if details is not None:
             out.cache_read = as_int(getattr(details, "cached_tokens", None))
+            out.detail("audio_input_tokens", as_int(getattr(details, "audio_tokens", None)))
+        _output_details(getattr(found, "completion_tokens_details", None), out, _attr)
     for choice in data.choices or ():
         finish = getattr(choice, "finish_reason", None)
         if finish:
@@ -116,3 +130,7 @@ class ChunkAccumulator:
         found = chunk.get("usage")
         if found is not None:
             usage(found, out)
+
+
+def _attr(obj: Any, name: str) -> Any:
+    return getattr(obj, name, None)
