@@ -45,6 +45,7 @@ from llm_observe.errors import ConfigError
 log = logging.getLogger("llm_observe.serve")
 
 READY = "llm-observe serve: ready: "
+EXIT_RUNTIME, EXIT_CONFIG = 1, 2
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 30.0
 STABLE_S = 30.0
@@ -216,9 +217,11 @@ class Supervisor:
         if w.ready.is_set() or self.stop.is_set():
             return None
         await self._drain_output(w)
-        log.error("worker %d exited with code %s before it was ready; stopping",
-                  w.index, w.proc.returncode)
-        return w.proc.returncode or 1
+        code = w.proc.returncode or 1
+        if code not in (EXIT_RUNTIME, EXIT_CONFIG):  # those printed their own one line
+            log.error("worker %d exited with code %s before it was ready; stopping",
+                      w.index, code)
+        return code if code > 0 else EXIT_RUNTIME
 
     async def _keep(self, w: Worker) -> None:
         """Restart worker ``w`` whenever it exits, with backoff, until the stop."""
@@ -246,12 +249,11 @@ class Supervisor:
 
     async def _stop_all(self) -> int:
         """One SIGTERM to each worker; 0 when every one drained and exited cleanly."""
-        for w in self.workers:
-            if w.alive:
-                assert w.proc is not None
-                with contextlib.suppress(ProcessLookupError):  # exited meanwhile
-                    w.proc.send_signal(signal.SIGTERM)
-        live = [w for w in self.workers if w.proc is not None]
+        live = [w for w in self.workers if w.alive]  # one that died was reported then
+        for w in live:
+            assert w.proc is not None
+            with contextlib.suppress(ProcessLookupError):  # exited meanwhile
+                w.proc.send_signal(signal.SIGTERM)
         waits = [w.proc.wait() for w in live if w.proc is not None]
         try:
             await asyncio.wait_for(asyncio.gather(*waits),

@@ -224,6 +224,15 @@ def test_a_bad_workers_value_is_one_line_and_exit_2(value: str) -> None:
     assert code == 2 and "--workers must be a whole number" in one_line(err)
 
 
+def test_a_bad_price_file_is_one_line_and_exit_2_with_workers_too(tmp_path: Path) -> None:
+    (tmp_path / "model_prices.yaml").write_text(
+        "- model: gpt-4o\n  provider: openai\n  input_price_per_1m: lots\n"
+        "  output_price_per_1m: 10\n  version: v1\n")
+    _, environ = ports()
+    code, err = run_to_exit("--workers", "2", "--config-dir", str(tmp_path), environ=environ)
+    assert code == 2 and "input_price_per_1m" in one_line(err)  # said once, by worker 0
+
+
 def test_no_metrics_init_is_refused_with_workers() -> None:
     code, err = run_to_exit("--workers", "2", "--no-metrics-init")
     assert code == 2 and "--no-metrics-init needs one process" in one_line(err)
