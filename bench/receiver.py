@@ -13,6 +13,8 @@ and a loopback OTLP sink standing in for Tempo. Prints JSON lines:
 - ``*_text``: the same with ~200-character prompt and completion on every span;
 - ``http_proto`` / ``http_json`` (``*_text``): the full receiver through the OTLP/HTTP
   door (bench/receiver_http.py), ``ratio_vs_grpc`` against ``full`` (``full_text``);
+- ``workers_1`` / ``workers_2`` (``*_text``): ``serve --workers N`` as a real process tree,
+  and the multiprocess metric update cost (bench/receiver_workers.py);
 - ``outage``: the sink stops for ``--outage-s`` seconds mid-run and comes back;
   the load retries refused requests as an SDK does; spans lost = accepted - received.
 
@@ -22,7 +24,8 @@ it took (less sensitive than wall time to other work on a shared machine). Serve
 are run alternately ``--repeats`` times and the median of each figure is kept.
 
 Run from the repository root:
-``python -m bench.receiver [--quick] [--outage-s 30] [--seconds 5] [--repeats 3]``
+``python -m bench.receiver [--quick] [--outage-s 30] [--seconds 5] [--repeats 3]
+[--only workers]``
 """
 
 from __future__ import annotations
@@ -445,6 +448,9 @@ def main() -> None:
             emit("receiver", f"{name}_p99_ms", p99, "ms", **extra)
             emit("receiver", f"{name}_server_cpu_us_per_span", cpu_us, "us", **extra,
                  spans_per_cpu_s=round(1e6 / cpu_us) if cpu_us else None)
+        if not args.only or "workers" in args.only:  # serve --workers 1 vs 2 (issue 16)
+            from bench.receiver_workers import workers
+            workers(ctx, plain, text, args, sink)
         if not args.only or "outage" in args.only:
             bases = make_requests(8, False, seed=7)
             outage(ctx, unique_requests(80 if args.quick else 400, bases), args, sink)

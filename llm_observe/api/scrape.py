@@ -69,10 +69,17 @@ class ScrapeServer:
         self._lock = asyncio.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._inflight: asyncio.Future[bytes] | None = None
+        self._elsewhere = False
 
     @property
     def running(self) -> bool:
-        return self._runner is not None
+        return self._runner is not None or self._elsewhere
+
+    def served_elsewhere(self, port: int) -> None:
+        """The ``serve --workers`` supervisor serves the summed scrape on ``port`` for every
+        worker: report it as running there; :meth:`start` then starts nothing."""
+        self.port = port
+        self._elsewhere = True
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
         if self._token is not None and not bearer_ok(_authorization(request), self._token):
@@ -122,7 +129,7 @@ class ScrapeServer:
         Raises PortInUse when the port cannot be bound.
         """
         async with self._lock:
-            if self._runner is not None:
+            if self.running:
                 return False
             app = web.Application()
             app.router.add_get("/metrics", self._metrics)

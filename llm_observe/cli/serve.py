@@ -6,6 +6,8 @@ that cannot be bound, with exit code 1. SIGTERM and Ctrl-C stop accepting work, 
 receiver and the API, then drain the pipeline (exporter queues) within
 ``shutdown_timeout_s``. Order: the pipeline starts before any door opens and stops after
 every door closed, so no door ever submits to a stopped pipeline.
+``--workers N`` runs N such processes on the same ports under a supervisor
+(``supervisor.py``; each worker is this module with ``worker.py``'s duties).
 Heavy imports live inside :func:`run` so ``llm-observe --help`` stays fast.
 """
 
@@ -16,9 +18,18 @@ import gc
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
+from llm_observe.cli.doors import (
+    StartupError,
+    alert_params,
+    announce,
+    ready_parts,
+    start_http_receiver,
+    start_prometheus,
+    start_receiver,
+)
+from llm_observe.cli.worker import WorkerDuties, for_worker, parse_workers, worker_index
 from llm_observe.collector.logformat import FORMATS
 from llm_observe.collector.logformat import configure as configure_logging
 
@@ -53,6 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--log-format", default=os.environ.get("LLM_OBSERVE_LOG_FORMAT", "text"),
                         choices=FORMATS,
                         help="text (default) or json, one object per line; LLM_OBSERVE_LOG_FORMAT")
+    parser.add_argument("--workers", default=os.environ.get("LLM_OBSERVE_WORKERS", "1"),
+                        help="worker processes serving every door on the same ports "
+                             "(SO_REUSEPORT), one summed /metrics; auto = usable cores "
+                             "(default 1: one process); LLM_OBSERVE_WORKERS")
 
 
 def _fail(message: str, code: int) -> int:
@@ -66,7 +81,6 @@ def run(args: argparse.Namespace) -> int:
 
     from llm_observe.collector.settings import Settings
     from llm_observe.errors import ConfigError
-    from llm_observe.provisioning.alerts import ALERTS_FILE, alerts_in_config_dir
 
     # argparse checks choices, not defaults taken from the environment
     for variable, value, allowed in (("LLM_OBSERVE_LOG_LEVEL", args.log_level, LOG_LEVELS),
@@ -74,6 +88,11 @@ def run(args: argparse.Namespace) -> int:
         if value.lower() not in allowed:
             return _fail(f"{variable} must be one of {', '.join(allowed)}, got {value!r}",
                          EXIT_CONFIG)
+    index = worker_index()
+    try:
+        workers = 1 if index is not None else parse_workers(args.workers)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_CONFIG)
     configure_logging(args.log_level, args.log_format.lower())
     try:
         settings = Settings.from_env(
@@ -81,19 +100,19 @@ def run(args: argparse.Namespace) -> int:
             otlp_port=args.otlp_port, otlp_http_port=args.otlp_http_port,
             config_dir=args.config_dir,
             metrics_init=False if args.no_metrics_init else None)
-        alerts = alerts_in_config_dir(settings.config_file(ALERTS_FILE)) \
-            if args.with_prometheus else None
+        if workers > 1:
+            from llm_observe.cli.supervisor import supervise
+            return supervise(settings, args, workers)
+        if index is not None:
+            settings = for_worker(settings, index)
+        alerts = alert_params(settings) if args.with_prometheus else None
         collector = _build(settings)
     except ConfigError as exc:
         return _fail(str(exc), EXIT_CONFIG)
     try:
-        return asyncio.run(_serve(collector, args, alerts))
-    except _StartupError as exc:
+        return asyncio.run(_serve(collector, args, alerts, index))
+    except StartupError as exc:
         return _fail(str(exc), EXIT_RUNTIME)
-
-
-class _StartupError(Exception):
-    """A listener could not start (port taken, address not available)."""
 
 
 def _build(settings: Any) -> Any:
@@ -116,7 +135,9 @@ def _build(settings: Any) -> Any:
     return build_collector(settings, registry=registry, exporters=exporters)
 
 
-async def _serve(collector: Any, args: argparse.Namespace, alerts: Any) -> int:
+async def _serve(collector: Any, args: argparse.Namespace, alerts: Any,
+                 index: int | None) -> int:
+    """Serve until a signal (or, for a worker, until its supervisor is gone)."""
     import asyncio
     import signal
 
@@ -145,24 +166,29 @@ async def _serve(collector: Any, args: argparse.Namespace, alerts: Any) -> int:
     receiver: Any = None
     http_receiver: Any = None
     prometheus: Any = None
+    duties = WorkerDuties(collector.registry) if index is not None else None
+    shared = index is not None  # a worker shares every port with its siblings
     try:
         try:
-            await web.TCPSite(runner, settings.host, settings.port).start()
+            await web.TCPSite(runner, settings.host, settings.port,
+                              reuse_port=shared or None).start()
         except OSError as exc:
-            raise _StartupError(f"API cannot listen on {settings.host}:{settings.port}: "
-                                f"{exc.strerror or exc}") from None
+            raise StartupError(f"API cannot listen on {settings.host}:{settings.port}: "
+                               f"{exc.strerror or exc}") from None
         scrape = app[AppKeys.scrape]
-        if settings.metrics_init:
+        if shared:
+            scrape.served_elsewhere(settings.metrics_port)  # by the supervisor, summed
+        elif settings.metrics_init:
             try:
                 await scrape.start(settings.metrics_port)
             except PortInUse as exc:
-                raise _StartupError(f"scrape endpoint {exc}") from None
-        receiver = await _start_receiver(collector)
-        http_receiver = await _start_http_receiver(collector)
+                raise StartupError(f"scrape endpoint {exc}") from None
+        receiver = await start_receiver(collector, reuse_port=shared)
+        http_receiver = await start_http_receiver(collector, reuse_port=shared)
         if collector.embedder is not None:
             collector.embedder.start_warmup()  # background thread: the API answers 503 until ready
         if args.with_prometheus:
-            prometheus = await _start_prometheus(settings, args.prometheus_port, alerts)
+            prometheus = await start_prometheus(settings, args.prometheus_port, alerts)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         signals = (signal.SIGTERM, signal.SIGINT)
@@ -175,8 +201,12 @@ async def _serve(collector: Any, args: argparse.Namespace, alerts: Any) -> int:
         for sig in signals:
             loop.add_signal_handler(sig, on_signal)
         # after the handlers: ready means stoppable
-        _announce(settings, scrape, receiver, http_receiver,
-                  args.prometheus_port if prometheus is not None else None)
+        parts = ready_parts(settings, scrape, receiver, http_receiver)
+        if prometheus is not None:  # only once it answered /-/ready
+            parts.append(f"prometheus http://127.0.0.1:{args.prometheus_port}")
+        announce(parts)
+        if duties is not None:
+            duties.start(stop)
         await stop.wait()
         log.info("shutting down: stopping intake, draining the pipeline")
     finally:
@@ -185,111 +215,11 @@ async def _serve(collector: Any, args: argparse.Namespace, alerts: Any) -> int:
                 await door.stop(min(5.0, settings.shutdown_timeout_s))
         await runner.cleanup()  # the API closes its resources
         await collector.pipeline.shutdown(settings.shutdown_timeout_s)
+        if duties is not None:
+            await duties.stop()  # the drained counts reach the summed /metrics
         if prometheus is not None:
             from llm_observe.provisioning.local_prometheus import stop_local_prometheus
             stop_local_prometheus(prometheus)
     return 0
 
 
-async def _start_receiver(collector: Any) -> Any:
-    settings = collector.settings
-    if settings.otlp_port == 0:
-        return None
-    try:
-        from llm_observe.receiver import start_receiver
-    except ImportError:
-        log.warning("the OTLP receiver is not available in this build; not listening on %d",
-                    settings.otlp_port)
-        return None
-    host = settings.otlp_host or settings.host
-    reason = _bind_reason(host, settings.otlp_port)  # before gRPC logs its own C++ line
-    if reason is not None:
-        raise _StartupError(f"OTLP receiver cannot listen on {host}:{settings.otlp_port}: "
-                            f"{reason}")
-    try:
-        return await start_receiver(collector.pipeline, collector.registry, host,
-                                    settings.otlp_port, settings.otlp_max_message_bytes,
-                                    max_spans=settings.otlp_max_spans_per_request,
-                                    token=settings.otlp_token)
-    except OSError as exc:
-        raise _StartupError(f"OTLP receiver cannot listen on {host}:{settings.otlp_port}: "
-                            f"{exc.strerror or 'gRPC could not bind it'}") from None
-
-
-async def _start_http_receiver(collector: Any) -> Any:
-    settings = collector.settings
-    if settings.otlp_http_port == 0:
-        return None
-    from llm_observe.receiver import start_http_receiver
-
-    host = settings.otlp_http_host or settings.otlp_host or settings.host
-    try:
-        return await start_http_receiver(
-            collector.pipeline, collector.registry, host, settings.otlp_http_port,
-            settings.otlp_max_message_bytes, max_spans=settings.otlp_max_spans_per_request,
-            token=settings.otlp_token, grace_s=min(5.0, settings.shutdown_timeout_s))
-    except OSError as exc:
-        reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
-        raise _StartupError(f"OTLP/HTTP receiver cannot listen on {host}:"
-                            f"{settings.otlp_http_port}: {reason}") from None
-
-
-def _bind_reason(host: str, port: int) -> str | None:
-    """Why ``host:port`` cannot be bound (taken, no permission, no such address), as the OS
-    says it; None when it can or when the probe cannot tell (gRPC then tries itself)."""
-    import errno
-    import socket
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        with socket.create_server((host, port), family=family):
-            return None
-    except OSError as probe:
-        if probe.errno in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
-            return os.strerror(probe.errno).lower()
-        return None
-
-
-async def _start_prometheus(settings: Any, ui_port: int, alerts: Any) -> Any:
-    """The local Prometheus, answering /-/ready; _StartupError (nothing left running) if not."""
-    import asyncio
-
-    from llm_observe.provisioning.local_prometheus import (
-        start_local_prometheus,
-        stop_local_prometheus,
-        wait_ready,
-    )
-
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    out = Path(data_home) / "llm-observe"
-    host = settings.metrics_host or settings.host
-    scrape_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    try:
-        proc = start_local_prometheus(out, settings.metrics_port, ui_port,
-                                      scrape_host=scrape_host,
-                                      metrics_token=settings.metrics_token, alerts=alerts)
-    except OSError as exc:  # no binary, or the port is taken
-        raise _StartupError(exc.strerror or str(exc)) from None
-    try:
-        await asyncio.to_thread(wait_ready, ui_port, proc, 30.0)
-    except RuntimeError as exc:
-        stop_local_prometheus(proc)
-        raise _StartupError(f"{exc}; see {out / 'prometheus' / 'prometheus.log'}") from None
-    return proc
-
-
-def _announce(settings: Any, scrape: Any, receiver: Any, http_receiver: Any,
-              prometheus_port: int | None) -> None:
-    parts = [f"API http://{settings.host}:{settings.port}/v1"]
-    if scrape.running:
-        parts.append(f"metrics http://{scrape.host}:{scrape.port}/metrics")
-    else:
-        parts.append("metrics not initialized (POST /v1/metrics/init)")
-    if receiver is not None:
-        parts.append(f"OTLP {settings.otlp_host or settings.host}:{receiver.port}")
-    if http_receiver is not None:
-        host = settings.otlp_http_host or settings.otlp_host or settings.host
-        parts.append(f"OTLP/HTTP http://{host}:{http_receiver.port}/v1/traces")
-    if prometheus_port is not None:  # only once it answered /-/ready
-        parts.append(f"prometheus http://127.0.0.1:{prometheus_port}")
-    print("llm-observe serve: ready: " + " | ".join(parts), flush=True)

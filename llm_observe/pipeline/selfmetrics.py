@@ -11,7 +11,7 @@ Labels take bounded values only: stage names, span kinds, outcomes, gRPC status 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 from weakref import WeakKeyDictionary
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 # Forward-request latency, seconds: loopback Tempo answers in ms; a slow or
 # far backend up to the per-attempt timeout.
+# With ``serve --workers N`` each gauge is summed over the live workers (the queue and the
+# spool of the whole host); a dead worker's share leaves the sum until its successor,
+# which drains the same spool directory, reports it again.
+LIVESUM: Final = "livesum"
 EXPORT_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
@@ -64,13 +68,16 @@ class ForwarderMetrics:
         r = registry
         self.queue_spans = Gauge("llm_observe_otlp_queue_spans",
                                  "Spans held in memory by the forwarder (queued or in flight)",
-                                 registry=r)
+                                 registry=r, multiprocess_mode=LIVESUM)
         self.queue_bytes = Gauge("llm_observe_otlp_queue_bytes",
-                                 "Encoded bytes held in memory by the forwarder", registry=r)
+                                 "Encoded bytes held in memory by the forwarder", registry=r,
+                                 multiprocess_mode=LIVESUM)
         self.spool_spans = Gauge("llm_observe_otlp_spool_spans",
-                                 "Spans waiting in the on-disk spool", registry=r)
+                                 "Spans waiting in the on-disk spool", registry=r,
+                                 multiprocess_mode=LIVESUM)
         self.spool_bytes = Gauge("llm_observe_otlp_spool_bytes",
-                                 "Bytes in the on-disk spool", registry=r)
+                                 "Bytes in the on-disk spool", registry=r,
+                                 multiprocess_mode=LIVESUM)
         self.exported = Counter("llm_observe_otlp_exported_spans",
                                 "Spans the trace backend accepted", registry=r)
         self.requests = Counter("llm_observe_otlp_export_requests",

@@ -164,17 +164,19 @@ class TraceService:
 async def start_receiver(pipeline: Pipeline, registry: CollectorRegistry, host: str, port: int,
                          max_message_bytes: int, *, flavour: str = FLAVOUR,
                          threads: int = 4, max_spans: int = DEFAULT_MAX_SPANS,
-                         token: str | None = None) -> Receiver:
+                         token: str | None = None, reuse_port: bool = False) -> Receiver:
     """Start the OTLP/gRPC TraceService on ``host:port`` (0 = any free port).
 
     ``flavour`` "aio" serves on the running event loop; "threads" uses a thread-pool
     server that maps spans in its threads and runs the pipeline on this loop. With a
     ``token``, every call must carry ``authorization: Bearer <token>`` metadata.
+    ``reuse_port``: share the port with the other workers of ``serve --workers N``.
     """
     loop = asyncio.get_running_loop()
     service = TraceService(pipeline, receiver_metrics(registry), loop, max_spans, token)
     options = [("grpc.max_receive_message_length", max_message_bytes),
-               ("grpc.so_reuseport", 0)]  # a second receiver on the port must fail, not share
+               # a second receiver on the port must fail, not share, unless it is a worker
+               ("grpc.so_reuseport", 1 if reuse_port else 0)]
     if flavour == "threads":
         server: Any = grpc.server(ThreadPoolExecutor(threads, "llm-observe-otlp"),
                                   options=options)

@@ -170,15 +170,16 @@ def create_app(core: ExportCore, max_bytes: int) -> web.Application:
 async def start_http_receiver(pipeline: Pipeline, registry: CollectorRegistry, host: str,
                               port: int, max_message_bytes: int, *,
                               max_spans: int = DEFAULT_MAX_SPANS, token: str | None = None,
-                              grace_s: float = 5.0) -> HttpReceiver:
+                              grace_s: float = 5.0, reuse_port: bool = False) -> HttpReceiver:
     """Start the OTLP/HTTP receiver on ``host:port`` (0 = any free port). With a ``token``,
-    every request must carry it (Bearer, or Basic password)."""
+    every request must carry it (Bearer, or Basic password). ``reuse_port``: share the
+    port with the other workers of ``serve --workers N``."""
     core = ExportCore(pipeline, receiver_metrics(registry), max_spans, token)
     runner = web.AppRunner(create_app(core, max_message_bytes), access_log=None,
                            handle_signals=False, shutdown_timeout=grace_s)
     await runner.setup()
     try:
-        await web.TCPSite(runner, host, port).start()
+        await web.TCPSite(runner, host, port, reuse_port=reuse_port or None).start()
     except OSError as exc:
         await runner.cleanup()
         raise OSError(exc.errno, f"cannot listen for OTLP/HTTP on {host}:{port}: "

@@ -88,7 +88,7 @@ class Exposition:
     def _render(self) -> bytes:
         parts: list[bytes] = []
         failed = 0
-        for collector in _collectors(self.registry):
+        for collector in registry_collectors(self.registry):
             if collector is self:
                 continue
             try:
@@ -133,7 +133,7 @@ class Exposition:
                   what, outcome, RENDER_ERRORS, exc_info=exc)
 
 
-def _collectors(registry: CollectorRegistry) -> Iterable[Any]:
+def registry_collectors(registry: CollectorRegistry) -> Iterable[Any]:
     """The registry's collectors, one by one, so that one that raises loses only its own.
 
     prometheus_client keeps them in ``_collector_to_names`` under ``_lock`` (every

@@ -1,0 +1,91 @@
+"""One worker of ``serve --workers N``: what differs from the single process.
+
+The supervisor (``supervisor.py``) starts each worker as ``llm-observe serve`` with
+``LLM_OBSERVE_WORKER_INDEX=K`` and ``PROMETHEUS_MULTIPROC_DIR`` in its environment. A
+worker then binds every door with ``SO_REUSEPORT``, leaves the scrape port to the
+supervisor (which serves the sum of every worker's files), spools under
+``<spool_dir>/worker-K`` (a restarted worker K drains what its predecessor left there),
+mirrors its scrape-time metric families into its files (:class:`WorkerDuties`), and
+drains and exits when the supervisor is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("llm_observe.serve")
+
+INDEX_ENV = "LLM_OBSERVE_WORKER_INDEX"
+MAX_WORKERS = 256
+
+
+def parse_workers(value: str) -> int:
+    """``--workers``: a whole number >= 1, or ``auto`` (the cores this process may use)."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    if text.isdigit() and 1 <= int(text) <= MAX_WORKERS:
+        return int(text)
+    raise ValueError(f"--workers must be a whole number 1-{MAX_WORKERS} or auto, "
+                     f"got {value!r}")
+
+
+def worker_index(environ: Mapping[str, str] | None = None) -> int | None:
+    """K when this process is worker K of a supervisor, else None."""
+    raw = (os.environ if environ is None else environ).get(INDEX_ENV)
+    return int(raw) if raw is not None and raw.isdigit() else None
+
+
+def for_worker(settings: Any, index: int) -> Any:
+    """Worker ``index``'s settings: its own spool / write-ahead directory."""
+    if not settings.spool_dir:
+        return settings
+    return dataclasses.replace(settings,
+                               spool_dir=str(Path(settings.spool_dir) / f"worker-{index}"))
+
+
+class WorkerDuties:
+    """A worker's background duties on its event loop: every ``MIRROR_INTERVAL_S``, copy
+    the scrape-time families into the multiprocess files, and set ``stop`` when the
+    supervisor is gone (the worker then drains and exits instead of living orphaned)."""
+
+    def __init__(self, registry: Any) -> None:
+        from llm_observe.collector.exporters.multiprocess import ScrapeTimeMirror, active
+
+        self.mirror = ScrapeTimeMirror(registry) if active() else None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self, stop: asyncio.Event) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(stop))
+
+    async def _run(self, stop: asyncio.Event) -> None:
+        from llm_observe.collector.exporters.multiprocess import MIRROR_INTERVAL_S
+
+        parent = os.getppid()
+        while not stop.is_set():
+            if self.mirror is not None:
+                self.mirror.sync()
+            if os.getppid() != parent:
+                log.warning("worker: the supervisor (pid %d) is gone; draining and exiting",
+                            parent)
+                stop.set()
+                return
+            try:
+                await asyncio.wait_for(stop.wait(), MIRROR_INTERVAL_S)
+            except TimeoutError:
+                pass
+
+    async def stop(self) -> None:
+        """After the drain: stop the loop and write the final values."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self.mirror is not None:
+            self.mirror.sync()
