@@ -177,8 +177,8 @@ class Scanner:
         model = self.model
         if model is not None and (every_injection or not any(
                 f.type == INJECTION for f in findings)):
-            score = model.probability(norm or fold(text).text)
-            if score >= model.threshold:
+            score = model.detect(norm or fold(text).text)
+            if score is not None:
                 findings.append(Finding(INJECTION, CLASSIFIER_FINDING, 0, len(text), "high",
                                         field, "classifier", round(score, 4)))
         if not findings:
