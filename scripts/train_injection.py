@@ -44,9 +44,9 @@ from llm_observe.scan.classifier import (
 )
 from llm_observe.scan.normalize import fold
 
-WINDOW = 64           # tokens per scored window (see classifier.windows)
+WINDOW = 256          # tokens per scored window (see classifier.windows)
 MIN_DOCS = 2          # a feature must occur in this many training windows
-L2 = 1e-3             # L2 penalty per unit of (normalised) sample weight
+L2 = 1e-4             # L2 penalty per unit of (normalised) sample weight
 STEPS, LR = 300, 0.05
 # A window's sample weight is size(family) ** -FAMILY_POWER inside its class: 0.5
 # counts a family as sqrt(its size) examples, so one big family cannot drown the rest.

@@ -126,10 +126,15 @@ class InjectionModel:
     def _score(self, toks: list[bytes]) -> float:
         if not toks:
             return 0.0
-        per_token = list(map(self._unigram.get, toks, _ZERO))
-        per_pair = list(map(self._bigram.get, pairwise(toks), _ZERO))
-        z = self.bias + max(total / math.sqrt(n + 1)
-                            for total, n in self._window_sums(per_token, per_pair))
+        if len(toks) <= self.window:  # one window: no lists, no prefix sums
+            best = (sum(map(self._unigram.get, toks, _ZERO))
+                    + sum(map(self._bigram.get, pairwise(toks), _ZERO))) / math.sqrt(len(toks) + 1)
+        else:
+            per_token = list(map(self._unigram.get, toks, _ZERO))
+            per_pair = list(map(self._bigram.get, pairwise(toks), _ZERO))
+            best = max(total / math.sqrt(n + 1)
+                       for total, n in self._window_sums(per_token, per_pair))
+        z = self.bias + best
         # Clamped: exp of a large negative z overflows, and the score must stay finite.
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
@@ -140,9 +145,6 @@ class InjectionModel:
         ``per_pair[i]`` belongs to tokens i and i+1, so it counts only in windows
         holding both; overlapping windows share prefix sums instead of re-scoring."""
         n, window = len(per_token), self.window
-        if n <= window:
-            yield sum(per_token) + sum(per_pair), n
-            return
         tok_sum, pair_sum = [0.0, *accumulate(per_token)], [0.0, *accumulate(per_pair)]
         step = window // 2
         for start in range(0, n - step, step):
