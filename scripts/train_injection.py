@@ -46,8 +46,11 @@ from llm_observe.scan.normalize import fold
 
 WINDOW = 256          # tokens per scored window (see classifier.windows)
 MIN_DOCS = 2          # a feature must occur in this many training windows
-L2 = 1e-3             # L2 penalty per unit of (normalised) sample weight
+L2 = 1e-4             # L2 penalty per unit of (normalised) sample weight
 STEPS, LR = 300, 0.05
+# A window's sample weight is size(family) ** -FAMILY_POWER inside its class: 0.5
+# counts a family as sqrt(its size) examples, so one big family cannot drown the rest.
+FAMILY_POWER = 0.5
 SCALE = 1000          # weights are stored as round(w * SCALE)
 # Threshold: the score that at most this share of *out-of-fold* training negatives
 # reach (4 folds by family inside the training split; validation is never looked at).
@@ -84,12 +87,11 @@ def fit(examples: list[corpus.Example]) -> tuple[dict[object, float], float]:
         ptr.append(len(cols))
     cols_a, vals_a = np.array(cols, dtype=np.int64), np.array(vals)
     row_of = np.repeat(np.arange(len(rows)), np.diff(ptr))
-    # Sample weights: each class sums to 1; inside a class each family counts as
-    # sqrt(its size) examples, so one big family cannot drown the rest.
+    # Sample weights: each class sums to 1; families weighted as FAMILY_POWER says.
     fam_size: dict[tuple[int, str], int] = defaultdict(int)
     for i in owner:
         fam_size[(examples[i].label, examples[i].family)] += 1
-    sw = np.array([1.0 / np.sqrt(fam_size[(examples[i].label, examples[i].family)])
+    sw = np.array([fam_size[(examples[i].label, examples[i].family)] ** -FAMILY_POWER
                    for i in owner])
     for cls in (0, 1):
         sw[y == cls] /= sw[y == cls].sum()

@@ -54,6 +54,12 @@ def _needs_boundary(ch: str) -> bool:
     return _is_word(ch) and ord(ch) < 0x2E80
 
 
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    for start, end in spans:
+        text = f"{text[:start]}{' ' * (end - start)}{text[end:]}"
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class _Regex:
     type: FindingType
@@ -135,6 +141,7 @@ class Scanner:
         findings: list[Finding] = []
         triggered = 0
         norm = ""
+        negated: list[tuple[int, int]] = []  # folded spans of phrases after a negation
         if self._automaton is not None:
             folded = fold(text)
             norm = folded.text
@@ -148,8 +155,10 @@ class Scanner:
                     continue
                 start = end - length + 1
                 if (left and start > 0 and _is_word(norm[start - 1])) or \
-                        (right and end < last and _continues_word(norm, end + 1)) or \
-                        (guard and norm[max(0, start - 7):start].endswith(_NEGATIONS)):
+                        (right and end < last and _continues_word(norm, end + 1)):
+                    continue
+                if guard and norm[max(0, start - 7):start].endswith(_NEGATIONS):
+                    negated.append((start, end + 1))
                     continue
                 spans.append((start, end + 1, index))
             if spans:
@@ -177,8 +186,12 @@ class Scanner:
         model = self.model
         if model is not None and (every_injection or not any(
                 f.type == INJECTION for f in findings)):
-            score = model.probability(norm or fold(text).text)
-            if score >= model.threshold:
+            # A negated attack phrase ("never ignore previous instructions") is a rule
+            # against the attack; its words are blanked so the classifier does not read
+            # them as one. The rest of the text is still scored, so prefixing a negated
+            # phrase to an attack hides nothing.
+            score = model.detect(_blank(norm, negated) if negated else norm or fold(text).text)
+            if score is not None:
                 findings.append(Finding(INJECTION, CLASSIFIER_FINDING, 0, len(text), "high",
                                         field, "classifier", round(score, 4)))
         if not findings:
