@@ -47,7 +47,8 @@ def test_langfuse_and_logfire_sdks_land_once_with_tokens() -> None:
     base = f"http://127.0.0.1:{http}"
     try:
         with FakeProvider() as fake:
-            assert _app("langfuse_app.py", base, fake.openai_base_url, TOKEN) == \
+            assert _app("langfuse_app.py", base, fake.openai_base_url, TOKEN,
+                        extra={"OTEL_SERVICE_NAME": "langfuse-app"}) == \
                 "11 You said: Stream please"
             assert _app("logfire_app.py", fake.openai_base_url, "logfire-app", extra={
                 "OTEL_EXPORTER_OTLP_ENDPOINT": base,
@@ -59,12 +60,13 @@ def test_langfuse_and_logfire_sdks_land_once_with_tokens() -> None:
         status, text = call("GET", f"http://127.0.0.1:{metrics}/metrics")
         assert status == 200
         m = Scrape(text)
-        # the Langfuse SDK names no service: the OTel default; it names no provider either:
-        # the model family gives it (providers.registry.provider_of_model)
-        _calls_landed(m, "unknown_service:python3")
+        # the Langfuse SDK takes its service from OTEL_SERVICE_NAME (without it, OTel's
+        # unknown_service:<executable>); it names no provider: the model family gives it
+        # (providers.registry.provider_of_model)
+        _calls_landed(m, "langfuse-app")
         _calls_landed(m, "logfire-app")
         streamed = {"model": "gpt-4o-mini", "provider": "openai",
-                    "service_name": "unknown_service:python3"}
+                    "service_name": "langfuse-app"}
         assert m("llm_latency_ms_ttft_count", **streamed) == 1  # completion_start_time
         assert m("llm_observe_receiver_requests_total", outcome="unauthenticated") >= 1
     finally:
