@@ -63,7 +63,9 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
         tracker = RedisChainTracker(settings.redis_url, registry)
     embedder = _embedder(settings)
     cost = CostProcessor(price_table)
-    registry.register(cost.reported)  # llm_observe_reported_cost_* self-metrics
+    # llm_observe_reported_cost_* self-metrics: a collector by duck typing (the processor
+    # does not import prometheus_client, so the in-process library can price spans)
+    registry.register(cost.reported)  # type: ignore[arg-type]
     processors: list[Processor] = [
         TokensProcessor(max_text_chars=settings.max_text_chars), cost,
         ScanProcessor(scanner, max_text_chars=settings.max_text_chars), SamplingProcessor(),

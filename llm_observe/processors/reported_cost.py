@@ -15,9 +15,7 @@ only the registry's known names (anything else is ``other``), so a sender cannot
 from __future__ import annotations
 
 from collections.abc import Iterator
-
-from prometheus_client.core import CounterMetricFamily, Metric
-from prometheus_client.registry import Collector
+from typing import Any
 
 from llm_observe.providers.registry import BY_NAME
 from llm_observe.span import LlmSpan
@@ -32,8 +30,12 @@ def disagree(ours: int, reported: int) -> bool:
     return gap > 1 and gap > TOLERANCE * max(ours, reported)
 
 
-class ReportedCostStats(Collector):
-    """Compared and disagreeing spans per provider; fed by :meth:`observe`."""
+class ReportedCostStats:
+    """Compared and disagreeing spans per provider; fed by :meth:`observe`.
+
+    A prometheus_client collector by duck typing (``describe``/``collect``), so the
+    in-process library prices spans without prometheus_client installed: it is imported
+    only when the collector side scrapes."""
 
     def __init__(self) -> None:
         self.compared: dict[str, int] = {}
@@ -49,10 +51,12 @@ class ReportedCostStats(Collector):
         if disagree(ours, reported):
             self.disagreements[provider] = self.disagreements.get(provider, 0) + 1
 
-    def describe(self) -> list[Metric]:
+    def describe(self) -> list[Any]:
         return []  # built at collect time, as PipelineStats does
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily
+
         compared = CounterMetricFamily(
             "llm_observe_reported_cost_compared", "Priced spans whose producer also reported "
             "a cost (gen_ai.usage.cost, llm.cost.total, operation.cost, Langfuse "
