@@ -27,7 +27,7 @@ from llm_observe.api.request import json_body, json_object
 from llm_observe.api.scrape import PortInUse
 from llm_observe.errors import FieldError, SpanValidationError
 from llm_observe.providers.registry import ALIASES, BY_NAME, canonical
-from llm_observe.span import LlmSpan
+from llm_observe.span import DETAIL_COUNTS, LlmSpan
 
 log = logging.getLogger("llm_observe.api.metrics")
 
@@ -40,8 +40,7 @@ RECORD_FIELDS = frozenset({
     "parent_span_id", "endpoint", "session_id", "actual_model", "error_type",
     "cache_read_tokens", "cache_write_tokens", "prompt", "completion",
     # the price structures' counts (docs/pricing.md)
-    "reasoning_tokens", "cache_write_1h_tokens", "audio_input_tokens", "audio_output_tokens",
-    "image_input_tokens", "image_output_tokens", "service_tier",
+    *DETAIL_COUNTS, "service_tier",
 })
 PROVIDER_SPELLINGS = frozenset(BY_NAME) | frozenset(ALIASES)
 MAX_LOGGED_WARNINGS = 256  # distinct warnings logged per process; the answers name them all

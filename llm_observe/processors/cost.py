@@ -14,7 +14,7 @@ import logging
 from llm_observe.pricing.table import PriceTable
 from llm_observe.pricing.unpriced import UnpricedTracker
 from llm_observe.processors.reported_cost import ReportedCostStats
-from llm_observe.processors.span_usage import SPAN_DETAIL_FIELDS, span_usage
+from llm_observe.processors.span_usage import span_usage
 from llm_observe.span import LlmSpan
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class CostProcessor:
             self.unpriced.record(span.model, span.provider)
             self._warn_unpriced(span)
             return
-        usage = span_usage(span) if SPAN_DETAIL_FIELDS else None  # no call on the hot path
+        usage = span_usage(span)
         span.cost_usd_micro = entry.cost(usage) if usage is not None else entry.cost_usd_micro(
             span.prompt_tokens, span.completion_tokens,
             span.cache_read_tokens, span.cache_write_tokens)

@@ -87,7 +87,7 @@ class ScaleOutParams:
         return f"{self.app}-headless"
 
 
-def context(params: RenderParams, so: ScaleOutParams) -> dict[str, Any]:
+def context(so: ScaleOutParams) -> dict[str, Any]:
     """What the scale-out templates see besides the single-host context: ``so`` and DNS."""
     return {"so": so, "headless_fqdn": f"{so.headless()}.{so.namespace}.svc.cluster.local",
             "pod_labels": {"app.kubernetes.io/name": so.app,
@@ -104,7 +104,7 @@ def render_scale_out(params: RenderParams, so: ScaleOutParams, out_dir: Path) ->
     root = out_dir / "scale-out"
     # In the cluster, replicas listen on every interface and Prometheus scrapes each pod.
     pod = dataclasses.replace(params, profile="container", api_host="0.0.0.0")
-    extra = context(pod, so)
+    extra = context(so)
     written = []
     for template, output in OUTPUTS:
         path = root / output
