@@ -97,5 +97,5 @@ def observe_tokens(s: GenAiSet, spans: Sequence[LlmSpan], batched: bool) -> None
     """The token histogram's observations of ``spans``: input and output counts."""
     # 0 is what a span without a reported count carries: no usage to observe (filter(None)
     # drops it); map/attrgetter/filter run in C
-    observe_batch(s.input, list(filter(None, map(_PROMPT, spans))), batched)
-    observe_batch(s.output, list(filter(None, map(_COMPLETION, spans))), batched)
+    observe_batch(s.input, list(filter(None, map(_PROMPT, spans))), batched, narrow=True)
+    observe_batch(s.output, list(filter(None, map(_COMPLETION, spans))), batched, narrow=True)

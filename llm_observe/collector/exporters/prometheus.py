@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from operator import attrgetter
+from operator import attrgetter, countOf
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -163,9 +163,8 @@ class LlmMetrics:
         """
         spans, batched = t.members, self.batch_buckets
         if not any(status == STATUS_ERROR for status, _ in t.spans):
-            models = set(map(_ACTUAL_MODEL, spans))
-            if len(models) == 1:
-                (k,) = models
+            k = spans[0].actual_model
+            if countOf(map(_ACTUAL_MODEL, spans), k) == len(spans):
                 s = g.genai.get(k) or self.sets.genai_set(g, k)
                 observe_tokens(s, spans, batched)
                 observe_shared(g.latency, s.duration, t.latency, LATENCY_SHARED, batched)

@@ -59,3 +59,20 @@ def test_observe_batch_matches_observe_and_falls_back_when_asked() -> None:
     public, _ = _pair((1, 4, 16))
     observe_batch(public, [2, 3, 100], batched=False)
     assert _state(public)[-1] == ("h_sum", {}, 105.0)
+
+
+@pytest.mark.parametrize("values", [
+    [30, 31, 64, 17],          # one bucket, the top value exactly on its bound
+    [64, 65],                  # a bound and one above it: two buckets
+    [1, 1, 1],                 # the first bucket
+    [70_000, 10 ** 9],         # past the last bound: the +Inf bucket
+    [5, 300, 40_000, 2],       # spread over several buckets
+])
+def test_narrow_shortcut_buckets_like_observe(values: list[int]) -> None:
+    # the token histograms' one-bucket shortcut must give observe()'s buckets whichever
+    # way min and max fall, including on a bound and in +Inf
+    narrow, plain = _pair((1, 4, 16, 64, 256, 1024, 4096, 16384, 65536))
+    observe_batch(narrow, values, narrow=True)
+    for v in values:
+        plain.observe(v)
+    assert _state(narrow) == _state(plain)
