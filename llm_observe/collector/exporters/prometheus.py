@@ -163,9 +163,9 @@ class LlmMetrics:
         """
         spans, batched = t.members, self.batch_buckets
         if not any(status == STATUS_ERROR for status, _ in t.spans):
-            k = spans[0].actual_model
-            if countOf(map(_ACTUAL_MODEL, spans), k) == len(spans):
-                s = g.genai.get(k) or self.sets.genai_set(g, k)
+            model = spans[0].actual_model
+            if countOf(map(_ACTUAL_MODEL, spans), model) == len(spans):
+                s = g.genai.get(model) or self.sets.genai_set(g, model)
                 observe_tokens(s, spans, batched)
                 observe_shared(g.latency, s.duration, t.latency, LATENCY_SHARED, batched)
                 observe_shared(g.ttft, s.ttft, t.ttft, TTFT_SHARED, batched)
