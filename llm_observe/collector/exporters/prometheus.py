@@ -170,7 +170,7 @@ class LlmMetrics:
                 observe_shared(g.latency, s.duration, t.latency, LATENCY_SHARED, batched)
                 observe_shared(g.ttft, s.ttft, t.ttft, TTFT_SHARED, batched)
                 return True
-        tallies: dict[object, GenAiTally] = {}
+        tallies: dict[str | tuple[str | None, str | None] | None, GenAiTally] = {}
         for span in spans:
             k = span.actual_model if span.status != STATUS_ERROR \
                 else (span.actual_model, span.error_type)
