@@ -6,7 +6,10 @@ folded text costs a few. So the automaton holds, besides every injection phrase,
 regex's *triggers* (literal substrings such as ``@``, ``sk-``, ``akia``); a regex runs
 only when one of its triggers occurred, or, for number-shaped PII, when the text holds
 a digit run at least ``min_digits`` long (found by one small regex). Ordinary text
-therefore pays for the fold, one automaton pass and one digit search.
+therefore pays for the fold, one automaton pass and one digit search. On long texts a
+common trigger ("above", "rules") still fires a regex costing 50-200 µs per 2,000
+characters, so the automaton also holds the literals each regex cannot match without
+(scan/prefilter.py): in an ASCII text, a regex runs only if each of its clauses met one.
 
 The learned tier (scan/classifier.py) then scores the same folded text, unless the
 caller only needs the verdict and a phrase or regex has already given it.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import ahocorasick
 
@@ -24,6 +27,7 @@ from llm_observe.scan.classifier import InjectionModel, shared_model
 from llm_observe.scan.findings import INJECTION, Finding, FindingType, ScanResult
 from llm_observe.scan.normalize import fold
 from llm_observe.scan.patterns import PatternEntry, PatternSet
+from llm_observe.scan.prefilter import required_literals
 from llm_observe.scan.validators import VALIDATORS
 
 # Digits joined by at most two separator characters: "4111 1111 1111 1111",
@@ -67,6 +71,9 @@ class _Regex:
     severity: str
     pattern: re.Pattern[str]
     validator: Callable[[str], bool] | None
+    # Automaton bit masks, one per clause of prefilter.required_literals: in an ASCII
+    # text, the regex runs only if each mask met a literal.
+    needs: tuple[int, ...] = ()
 
 
 # Automaton value: (phrase length, phrase entry index or -1, trigger bit mask,
@@ -95,6 +102,7 @@ class Scanner:
         self._digit_gates: list[tuple[int, int]] = []  # (min_digits, bit), ascending
         self._injection = 0       # bits of injection regexes
         keys: dict[str, list[int]] = {}  # key -> [phrase entry index, trigger mask]
+        clauses: list[list[frozenset[str]]] = []
         for index, entry in enumerate(self._entries):
             for phrase in entry.phrases:
                 keys.setdefault(phrase, [-1, 0])[0] = index
@@ -104,6 +112,7 @@ class Scanner:
             self._regexes.append(_Regex(
                 entry.kind, entry.name, entry.severity, entry.regex,
                 VALIDATORS[entry.validator] if entry.validator else None))
+            clauses.append(required_literals(entry.regex))
             if entry.kind == INJECTION:
                 self._injection |= bit
             for trigger in entry.triggers:
@@ -117,6 +126,8 @@ class Scanner:
             elif not entry.triggers:
                 self._always |= bit
         self._digit_gates.sort()
+        self._regex_bits = (1 << len(self._regexes)) - 1
+        self._add_literals(keys, clauses)
         self._automaton: ahocorasick.Automaton | None = None
         if keys:
             automaton = ahocorasick.Automaton()
@@ -127,6 +138,21 @@ class Scanner:
                 automaton.add_word(key, value)
             automaton.make_automaton()
             self._automaton = automaton
+
+    def _add_literals(self, keys: dict[str, list[int]],
+                      clauses: list[list[frozenset[str]]]) -> None:
+        # Literal bits sit above the regex bits, so one automaton mask carries both.
+        bits: dict[str, int] = {}
+        for i, regex_clauses in enumerate(clauses):
+            needs = []
+            for clause in regex_clauses:
+                mask = 0
+                for literal in clause:
+                    bit = bits.setdefault(literal, 1 << (len(self._regexes) + len(bits)))
+                    keys.setdefault(literal, [-1, 0])[1] |= bit
+                    mask |= bit
+                needs.append(mask)
+            self._regexes[i] = replace(self._regexes[i], needs=tuple(needs))
 
     def scan(self, text: str, field: str = "text", *, every_injection: bool = True) -> ScanResult:
         """Scan ``text``; findings' offsets index ``text`` itself; ``field`` labels them.
@@ -166,6 +192,9 @@ class Scanner:
         # Injection regexes are the fallback for forms the phrases miss: one already
         # covered by a phrase finding would report the same occurrence twice.
         covered = [(f.start, f.end) for f in findings if f.type == INJECTION]
+        found, triggered = triggered, triggered & self._regex_bits
+        if not text.isascii():
+            found = -1  # every literal "found": the pre-filter is for ASCII texts only
         both = self._both
         fired = self._always | (triggered & ~both)
         if self._digits_only or triggered & both:
@@ -176,6 +205,8 @@ class Scanner:
             low = fired & -fired
             fired ^= low
             rx = self._regexes[low.bit_length() - 1]
+            if not all(found & need for need in rx.needs):
+                continue
             for m in rx.pattern.finditer(text):
                 start, end = m.span()
                 if start == end or (rx.validator is not None and not rx.validator(m.group())):
