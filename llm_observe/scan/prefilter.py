@@ -1,4 +1,4 @@
-"""The literals a regex needs: a cheap necessary condition before running it.
+"""The literals a regex needs, and where its matches can start: cheaper regex runs.
 
 A regex's hand-written ``triggers`` say "one of these occurs"; most regexes need more
 than that. ``instruction_override_pattern`` cannot match unless the text holds one of
@@ -128,3 +128,103 @@ def _clauses(info: _Exact | Clauses) -> Clauses:
     # "instructions" implies "instruction": keep only the shortest forms.
     kept = frozenset(s for s in folded if not any(o != s and o in s for o in folded))
     return [kept]
+
+
+# Where a match can start: (literals, least, most) = the match begins between `most`
+# and `least` characters before an occurrence of one of the (lower-cased) literals.
+Anchor = tuple[frozenset[str], int, int]
+_MAX_REACH = 64  # farther than this before its literal, a start is not worth anchoring
+_FAIL = "fail"
+
+
+def anchors(pattern: re.Pattern[str]) -> list[Anchor]:
+    """Anchors covering every match's start, or [] when the regex has none usable.
+
+    ``re`` finds a match by trying every offset of the text, ~50 ns each on a
+    regex without a literal prefix; trying only the offsets near an anchor's literal
+    (found with ``str.find``) gives the same matches (see :func:`finditer`)."""
+    try:
+        tree = P.parse(pattern.pattern, pattern.flags)
+        if tree.getwidth()[0] == 0:
+            return []  # empty matches follow finditer's own rules: leave them to it
+        found, _, _ = _anchor(list(tree), tree.state, 0, 0)
+    except Exception:
+        return []
+    return found if isinstance(found, list) else []
+
+
+def _anchor(items: list[Any], state: Any, least: int,
+            most: int) -> tuple[list[Anchor] | str | None, int, int]:
+    for i, (op, av) in enumerate(items):
+        if op in _ZERO_WIDTH:
+            continue
+        info = _node(op, av)
+        if isinstance(info, _Exact) and "" not in info.strings:
+            strings = _cross(info.strings, _lead(items[i + 1:]))
+            return [(frozenset(strings), least, most)], least, most
+        inner: list[Anchor] | str | None = None
+        if op is C.SUBPATTERN:
+            inner, least, most = _anchor(list(av[-1]), state, least, most)
+            if inner is not None:
+                return inner, least, most
+            continue
+        if op in _REPEATS and av[0] >= 1:  # the first repetition starts here
+            inner, _, _ = _anchor(list(av[2]), state, least, most)
+        elif op is C.BRANCH:
+            alts = [_anchor(list(alt), state, least, most)[0] for alt in av[1]]
+            if all(isinstance(a, list) for a in alts):
+                inner = [x for a in alts if isinstance(a, list) for x in a]
+        if inner is not None:
+            return inner, least, most
+        low, high = P.SubPattern(state, [(op, av)]).getwidth()
+        least, most = least + low, most + high
+        if most > _MAX_REACH:
+            return _FAIL, least, most
+    return None, least, most
+
+
+def _lead(items: list[Any]) -> set[str]:
+    """Literal beginnings of a sequence ("" in the set: that path tells nothing)."""
+    strings = {""}
+    for op, av in items:
+        if op in _ZERO_WIDTH:
+            continue
+        info = _node(op, av)
+        if isinstance(info, _Exact) and "" not in info.strings:
+            strings = _cross(strings, info.strings)
+            continue
+        if op is C.BRANCH:
+            strings = _cross(strings, set().union(*(_lead(list(alt)) for alt in av[1])))
+        elif op is C.SUBPATTERN:
+            strings = _cross(strings, _lead(list(av[-1])))
+        return strings
+    return strings
+
+
+def _cross(heads: set[str], tails: set[str]) -> set[str]:
+    return {a + b for a, b in product(heads, tails)} if len(heads) * len(tails) <= _MAX_SET \
+        else heads
+
+
+def finditer(pattern: re.Pattern[str], where: list[Anchor],
+             text: str, lowered: str) -> list[re.Match[str]]:
+    """``pattern.finditer(text)``'s matches, trying only the anchors' offsets.
+
+    ``lowered`` is ``text.lower()`` of an ASCII text (same offsets). finditer takes the
+    leftmost match at or after the previous match's end; every match starts at a
+    candidate, so the leftmost successful candidate is that match. ``match(text, pos)``
+    sees the text before ``pos``, so lookbehinds and ``\\b`` behave as in a search."""
+    starts: set[int] = set()
+    for literals, least, most in where:
+        for literal in literals:
+            at = lowered.find(literal)
+            while at >= 0:
+                starts.update(range(max(0, at - most), at - least + 1))
+                at = lowered.find(literal, at + 1)
+    out: list[re.Match[str]] = []
+    end = 0
+    for start in sorted(starts):
+        if start >= end and (m := pattern.match(text, start)) is not None:
+            out.append(m)
+            end = m.end()
+    return out

@@ -9,7 +9,8 @@ a digit run at least ``min_digits`` long (found by one small regex). Ordinary te
 therefore pays for the fold, one automaton pass and one digit search. On long texts a
 common trigger ("above", "rules") still fires a regex costing 50-200 µs per 2,000
 characters, so the automaton also holds the literals each regex cannot match without
-(scan/prefilter.py): in an ASCII text, a regex runs only if each of its clauses met one.
+(scan/prefilter.py): in an ASCII text, a regex runs only if each of its clauses met one,
+and then only at the offsets near its anchor literal, not at every offset.
 
 The learned tier (scan/classifier.py) then scores the same folded text, unless the
 caller only needs the verdict and a phrase or regex has already given it.
@@ -18,7 +19,7 @@ caller only needs the verdict and a phrase or regex has already given it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 import ahocorasick
@@ -27,7 +28,7 @@ from llm_observe.scan.classifier import InjectionModel, shared_model
 from llm_observe.scan.findings import INJECTION, Finding, FindingType, ScanResult
 from llm_observe.scan.normalize import fold
 from llm_observe.scan.patterns import PatternEntry, PatternSet
-from llm_observe.scan.prefilter import required_literals
+from llm_observe.scan.prefilter import Anchor, anchors, finditer, required_literals
 from llm_observe.scan.validators import VALIDATORS
 
 # Digits joined by at most two separator characters: "4111 1111 1111 1111",
@@ -74,6 +75,9 @@ class _Regex:
     # Automaton bit masks, one per clause of prefilter.required_literals: in an ASCII
     # text, the regex runs only if each mask met a literal.
     needs: tuple[int, ...] = ()
+    # Where its matches can start (prefilter.anchors): in an ASCII text only those
+    # offsets are tried.
+    anchors: tuple[Anchor, ...] = ()
 
 
 # Automaton value: (phrase length, phrase entry index or -1, trigger bit mask,
@@ -111,7 +115,8 @@ class Scanner:
             bit = 1 << len(self._regexes)
             self._regexes.append(_Regex(
                 entry.kind, entry.name, entry.severity, entry.regex,
-                VALIDATORS[entry.validator] if entry.validator else None))
+                VALIDATORS[entry.validator] if entry.validator else None,
+                anchors=tuple(anchors(entry.regex))))
             clauses.append(required_literals(entry.regex))
             if entry.kind == INJECTION:
                 self._injection |= bit
@@ -193,7 +198,8 @@ class Scanner:
         # covered by a phrase finding would report the same occurrence twice.
         covered = [(f.start, f.end) for f in findings if f.type == INJECTION]
         found, triggered = triggered, triggered & self._regex_bits
-        if not text.isascii():
+        ascii_text, lowered = text.isascii(), ""
+        if not ascii_text:
             found = -1  # every literal "found": the pre-filter is for ASCII texts only
         both = self._both
         fired = self._always | (triggered & ~both)
@@ -207,7 +213,13 @@ class Scanner:
             rx = self._regexes[low.bit_length() - 1]
             if not all(found & need for need in rx.needs):
                 continue
-            for m in rx.pattern.finditer(text):
+            matches: Iterable[re.Match[str]]
+            if rx.anchors and ascii_text:
+                lowered = lowered or text.lower()
+                matches = finditer(rx.pattern, list(rx.anchors), text, lowered)
+            else:
+                matches = rx.pattern.finditer(text)
+            for m in matches:
                 start, end = m.span()
                 if start == end or (rx.validator is not None and not rx.validator(m.group())):
                     continue

@@ -16,7 +16,7 @@ import pytest
 
 from llm_observe.scan import Scanner, load_patterns
 from llm_observe.scan.normalize import fold
-from llm_observe.scan.prefilter import required_literals
+from llm_observe.scan.prefilter import anchors, finditer, required_literals
 from tests.scan.prose import generate_prose, stdlib_doc_paragraphs
 from tests.scan.test_injection import BENIGN, REGEX_EXAMPLES
 from tests.scan.test_pii import FOUND
@@ -66,20 +66,52 @@ def test_every_match_carries_every_clause(name: str, regex: re.Pattern[str]) -> 
                 assert any(literal in folded for literal in clause), (name, m.group(), clause)
 
 
+def corpus() -> list[str]:
+    rng = random.Random(15)
+    prose = generate_prose(200_000, seed=15)
+    texts = [v for t in examples() + BENIGN for v in variants(t)]
+    texts += prose[:300] + stdlib_doc_paragraphs()[:300]
+    texts += [f"{rng.choice(prose)} {t} {rng.choice(prose)}" for t in examples()]
+    return texts
+
+
+@pytest.mark.parametrize(("name", "regex"), REGEXES)
+def test_trying_only_the_anchored_offsets_finds_every_match(
+        name: str, regex: re.Pattern[str]) -> None:
+    where = anchors(regex)
+    if not where:
+        pytest.skip(f"{name} has no anchor: searched in full")
+    rng = random.Random(name)
+    # Fragments of real matches glued with separators: overlapping and adjacent
+    # candidates, matches at the very start and end of the text.
+    pieces = [t for t in examples() if t.isascii()] + [".", ":", "@", " ", "-", "0", "1.2"]
+    glued = ["".join(rng.choice(pieces)[rng.randrange(4):] + rng.choice(" .:-@\n")
+                     for _ in range(rng.randrange(1, 6))) for _ in range(400)]
+    ascii_texts = [t for t in corpus() + glued if t.isascii()]
+    assert any(regex.search(t) for t in ascii_texts), name
+    for text in ascii_texts:
+        expected = [m.span() for m in regex.finditer(text)]
+        assert [m.span() for m in finditer(regex, where, text, text.lower())] == expected
+
+
+def test_anchors_of_a_regex_whose_literal_is_a_few_characters_in() -> None:
+    # An IPv4 octet is 1-3 digits before the first dot: starts 1-3 before a ".".
+    assert anchors(re.compile(r"(?<![\w.])(?:[0-9]{1,3}\.){3}[0-9]{1,3}")) == [
+        (frozenset({"."}), 1, 3)]
+    assert anchors(re.compile(r"[a-z]+@example")) == []  # unbounded reach: search it all
+    assert anchors(re.compile(r"x?")) == []               # may match empty
+
+
 def _without_prefilter(scanner: Scanner) -> Scanner:
     plain = Scanner(scanner.patterns, scanner.model)
-    plain._regexes = [replace(rx, needs=()) for rx in plain._regexes]
+    plain._regexes = [replace(rx, needs=(), anchors=()) for rx in plain._regexes]
     return plain
 
 
 def test_findings_are_the_same_with_and_without_the_prefilter() -> None:
     scanner = Scanner(PATTERNS)
     plain = _without_prefilter(scanner)
-    rng = random.Random(15)
-    prose = generate_prose(200_000, seed=15)
-    texts = [v for t in examples() + BENIGN for v in variants(t)]
-    texts += prose[:300] + stdlib_doc_paragraphs()[:300]
-    texts += [f"{rng.choice(prose)} {t} {rng.choice(prose)}" for t in examples()]
+    texts = corpus()
     assert any(plain.scan(t).findings for t in texts)
     for text in texts:
         assert scanner.scan(text) == plain.scan(text), text[:80]
