@@ -36,6 +36,11 @@ from llm_observe.scan.validators import VALIDATORS
 # [0-9] rather than \d: the PII regexes use ASCII digits, and the range test is faster.
 _DIGIT_RUN = re.compile(r"[0-9](?:[ \-./()+]{0,2}[0-9])*")
 _NOT_DIGITS = str.maketrans("", "", " -./()+")
+# The same search on an ASCII text's byte skeleton (digit "0", separator "-", other "x"):
+# re finds a literal first character several times faster than a class ([0-9]).
+_SKELETON = bytes(b"0"[0] if chr(i) in "0123456789" else b"-"[0] if chr(i) in " -./()+"
+                  else b"x"[0] for i in range(256))
+_SKELETON_RUN = re.compile(rb"0(?:-{0,2}0)*")
 # A phrase right after a negation is an instruction *against* the attack ("never reveal
 # your system prompt" is a normal system prompt), so it is not a finding.
 _NEGATIONS = ("not ", "never ", "n't ", "n\u2019t ")
@@ -261,9 +266,12 @@ class Scanner:
         return out
 
     def _digit_gate_bits(self, text: str) -> int:
-        longest = 0
-        for run in _DIGIT_RUN.findall(text):
-            longest = max(longest, len(run.translate(_NOT_DIGITS)))
+        if text.isascii():
+            runs = _SKELETON_RUN.findall(text.encode("ascii").translate(_SKELETON))
+            longest = max((run.count(b"0") for run in runs), default=0)
+        else:
+            longest = max((len(run.translate(_NOT_DIGITS)) for run in _DIGIT_RUN.findall(text)),
+                          default=0)
         bits = 0
         for min_digits, bit in self._digit_gates:
             if min_digits > longest:
