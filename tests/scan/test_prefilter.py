@@ -38,12 +38,11 @@ def variants(text: str) -> list[str]:
 
 
 def test_clauses_of_an_injection_regex_are_its_three_word_slots() -> None:
-    regex = next(r for name, r in REGEXES if name == "instruction_override_pattern")
-    clauses = required_literals(regex)
-    assert len(clauses) == 3
-    assert {"ignore", "disregard"} <= clauses[0]
-    assert any("previous" in c for c in clauses)
-    assert any("instruction" in c for c in clauses)  # "instructions?" needs "instruction"
+    regex = re.compile(r"(?i)(?<!not )\b(?:ignore|disregard)\s+(?:(?:all|the)\s+){0,4}"
+                       r"(?:previous|prior)\s+(?:instructions?|prompts?|rules)\b")
+    assert required_literals(regex) == sorted(
+        [frozenset({"ignore", "disregard"}), frozenset({"previous", "prior"}),
+         frozenset({"instruction", "prompt", "rules"})], key=sorted)
 
 
 @pytest.mark.parametrize("pattern", [r"[a-z]+@example", r"\d{3}-\d{4}", r"(?:abcd|x)yz",
