@@ -44,8 +44,8 @@ _ZERO = repeat(0.0)
 # the bench's prose 14-20 below the threshold.
 _SMALL = 0.05
 _SMALLS = repeat(_SMALL)
-# Up to this many tokens the one-lookup-per-token bound is the cheaper gate: it rejects
-# ~94% of 32-token prose windows, ~85% at 48, ~63% at 64 and almost none past 128.
+# Up to this many tokens the one-lookup-per-token bound comes first, as the cheaper gate:
+# it rejects ~94% of 32-token prose windows, ~85% at 48, ~63% at 64, none past 128.
 _SHORT = 48
 
 Key = bytes | tuple[bytes, bytes]
@@ -118,29 +118,27 @@ class InjectionModel:
     def detect(self, folded: str) -> float | None:
         """The score of a folded text if it reaches ``threshold``, else None.
 
-        Cheaper than :meth:`probability` on most texts: a bound on the score (one
-        dict lookup per token on short texts; exact unigrams and heavy bigrams on
-        longer ones) is checked first, and the text is scored exactly only when the
-        bound reaches the threshold. Neither bound underestimates (see ``__init__``
-        and ``_SMALL``), so no hit is lost."""
+        Cheaper than :meth:`probability` on most texts: bounds on the score are
+        checked first (one dict lookup per token on short texts; then exact unigrams
+        and heavy bigrams), and the text is scored exactly only when both reach the
+        threshold. Neither underestimates (see ``__init__`` and ``_SMALL``), so no
+        hit is lost."""
         toks = tokens(folded)
         if not toks:
             return None
         n = len(toks)
-        if n <= _SHORT:
-            if sum(map(self._bound.get, toks, _ZERO)) < self._needed * math.sqrt(n + 1):
-                return None
-            score = self._score(toks)
-        else:
-            # On longer windows the per-token bound nearly always passes ("to the"
-            # weighs 2.0, so every "to" is bounded by it), so they get a tighter gate:
-            # exact unigram sums plus max(weight, _SMALL) of each bigram, from the small
-            # dict of heavy ones. The exact bigram lookups (mostly hits, the costliest
-            # part) are then paid only if a window can reach the threshold.
-            per_token = list(map(self._unigram.get, toks, _ZERO))
-            if not self._may_pass(per_token, list(map(self._heavy.get, pairwise(toks), _SMALLS))):
-                return None
-            score = self._score(toks, per_token)
+        if n <= _SHORT and \
+                sum(map(self._bound.get, toks, _ZERO)) < self._needed * math.sqrt(n + 1):
+            return None
+        # Past a few dozen tokens the per-token bound nearly always passes ("to the"
+        # weighs 2.0, so every "to" is bounded by it); this tighter one takes exact
+        # unigram sums plus max(weight, _SMALL) of each bigram, from the small dict of
+        # heavy ones. The exact bigram lookups (mostly hits, the costliest part) are
+        # then paid only if a window can reach the threshold.
+        per_token = list(map(self._unigram.get, toks, _ZERO))
+        if not self._may_pass(per_token, list(map(self._heavy.get, pairwise(toks), _SMALLS))):
+            return None
+        score = self._score(toks, per_token)
         return score if score >= self.threshold else None
 
     def _may_pass(self, per_token: list[float], pair_bounds: list[float]) -> bool:
@@ -161,12 +159,12 @@ class InjectionModel:
     def _score(self, toks: list[bytes], per_token: list[float] | None = None) -> float:
         if not toks:
             return 0.0
-        if len(toks) <= self.window:  # one window: no lists, no prefix sums
-            best = (sum(map(self._unigram.get, toks, _ZERO))
+        if per_token is None:
+            per_token = list(map(self._unigram.get, toks, _ZERO))
+        if len(toks) <= self.window:  # one window: no prefix sums
+            best = (sum(per_token)
                     + sum(map(self._bigram.get, pairwise(toks), _ZERO))) / math.sqrt(len(toks) + 1)
         else:
-            if per_token is None:
-                per_token = list(map(self._unigram.get, toks, _ZERO))
             per_pair = list(map(self._bigram.get, pairwise(toks), _ZERO))
             best = max(total / math.sqrt(n + 1)
                        for total, n in self._window_sums(per_token, per_pair))
