@@ -21,6 +21,7 @@ matching and that lower-casing agree exactly (outside ASCII, ``(?i)s`` also matc
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from importlib import import_module
 from itertools import product
 from typing import Any
@@ -206,7 +207,7 @@ def _cross(heads: set[str], tails: set[str]) -> set[str]:
         else heads
 
 
-def finditer(pattern: re.Pattern[str], where: list[Anchor],
+def finditer(pattern: re.Pattern[str], where: Iterable[Anchor],
              text: str, lowered: str) -> list[re.Match[str]]:
     """``pattern.finditer(text)``'s matches, trying only the anchors' offsets.
 

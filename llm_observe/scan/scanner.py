@@ -221,7 +221,7 @@ class Scanner:
             matches: Iterable[re.Match[str]]
             if rx.anchors and ascii_text:
                 lowered = lowered or text.lower()
-                matches = finditer(rx.pattern, list(rx.anchors), text, lowered)
+                matches = finditer(rx.pattern, rx.anchors, text, lowered)
             else:
                 matches = rx.pattern.finditer(text)
             for m in matches:
