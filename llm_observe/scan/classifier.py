@@ -38,6 +38,15 @@ MANIFEST_FILE = "injection_model.json"
 _PUNCT_CHARS = b"!\"#$%&()*+,-./:;<=>?@[\\]^`{|}~\t\n\r\x0b\x0c"
 _PUNCT = bytes.maketrans(_PUNCT_CHARS, b" " * len(_PUNCT_CHARS))
 _ZERO = repeat(0.0)
+# The long-text gate bounds each bigram by its weight if heavier than this, else by
+# this: 0.05 keeps ~6,800 of ~30,000 bigrams, which ordinary prose hits ~5% of the
+# time (a dict miss costs a third of a hit), and leaves benign 256-token windows of
+# the bench's prose 14-20 below the threshold.
+_SMALL = 0.05
+_SMALLS = repeat(_SMALL)
+# Up to this many tokens the one-lookup-per-token bound comes first, as the cheaper gate:
+# it rejects ~94% of 32-token prose windows, ~85% at 48, ~63% at 64, none past 128.
+_SHORT = 48
 
 Key = bytes | tuple[bytes, bytes]
 T = TypeVar("T")
@@ -74,8 +83,8 @@ class InjectionModel:
 
     Immutable after construction, so one instance is shared by every scanner."""
 
-    __slots__ = ("_bigram", "_bound", "_needed", "_unigram", "bias", "manifest", "threshold",
-                 "window")
+    __slots__ = ("_bigram", "_bound", "_heavy", "_needed", "_unigram", "bias", "manifest",
+                 "threshold", "window")
 
     def __init__(self, weights: dict[Key, float], bias: float, window: int,
                  threshold: float, manifest: dict[str, Any]) -> None:
@@ -100,6 +109,7 @@ class InjectionModel:
         # (logit(threshold) - bias) * sqrt(n + 1); the margin absorbs float rounding.
         clamped = min(max(threshold, 1e-12), 1 - 1e-12)
         self._needed = math.log(clamped / (1 - clamped)) - bias - 1e-6
+        self._heavy = {k: w for k, w in self._bigram.items() if w > _SMALL}
 
     def probability(self, folded: str) -> float:
         """Highest window score of a folded text (0.0 for a text without words)."""
@@ -108,29 +118,53 @@ class InjectionModel:
     def detect(self, folded: str) -> float | None:
         """The score of a folded text if it reaches ``threshold``, else None.
 
-        Cheaper than :meth:`probability` on most short texts: one dict lookup per token
-        bounds the score from above, and the text is scored exactly only when the bound
-        reaches the threshold. The bound never underestimates (see ``__init__``), so no
+        Cheaper than :meth:`probability` on most texts: bounds on the score are
+        checked first (one dict lookup per token on short texts; then exact unigrams
+        and heavy bigrams), and the text is scored exactly only when both reach the
+        threshold. Neither underestimates (see ``__init__`` and ``_SMALL``), so no
         hit is lost."""
         toks = tokens(folded)
         if not toks:
             return None
-        # Only a one-window text is gated: a long text has so many windows that one of
-        # them nearly always passes, and the gate would be paid on top of the score.
-        if len(toks) <= self.window and sum(map(self._bound.get, toks, _ZERO)) < \
-                self._needed * math.sqrt(len(toks) + 1):
+        n = len(toks)
+        if n <= _SHORT and \
+                sum(map(self._bound.get, toks, _ZERO)) < self._needed * math.sqrt(n + 1):
             return None
-        score = self._score(toks)
+        # Past a few dozen tokens the per-token bound nearly always passes ("to the"
+        # weighs 2.0, so every "to" is bounded by it); this tighter one takes exact
+        # unigram sums plus max(weight, _SMALL) of each bigram, from the small dict of
+        # heavy ones. The exact bigram lookups (mostly hits, the costliest part) are
+        # then paid only if a window can reach the threshold.
+        per_token = list(map(self._unigram.get, toks, _ZERO))
+        if not self._may_pass(per_token, list(map(self._heavy.get, pairwise(toks), _SMALLS))):
+            return None
+        score = self._score(toks, per_token)
         return score if score >= self.threshold else None
 
-    def _score(self, toks: list[bytes]) -> float:
+    def _may_pass(self, per_token: list[float], pair_bounds: list[float]) -> bool:
+        """Whether some window's bound reaches the threshold (windows as :func:`windows`).
+
+        A window is a few slices summed in C: cheaper here than prefix sums, which
+        allocate a float per token (the exact score keeps them: its sums are the
+        trained model's)."""
+        n, window = len(per_token), self.window
+        step = window // 2
+        for start in range(0, n - step, step) if n > window else (0,):
+            end = min(start + window, n)
+            if sum(per_token[start:end]) + sum(pair_bounds[start:end - 1]) >= \
+                    self._needed * math.sqrt(end - start + 1):
+                return True
+        return False
+
+    def _score(self, toks: list[bytes], per_token: list[float] | None = None) -> float:
         if not toks:
             return 0.0
-        if len(toks) <= self.window:  # one window: no lists, no prefix sums
-            best = (sum(map(self._unigram.get, toks, _ZERO))
+        if per_token is None:
+            per_token = list(map(self._unigram.get, toks, _ZERO))
+        if len(toks) <= self.window:  # one window: no prefix sums
+            best = (sum(per_token)
                     + sum(map(self._bigram.get, pairwise(toks), _ZERO))) / math.sqrt(len(toks) + 1)
         else:
-            per_token = list(map(self._unigram.get, toks, _ZERO))
             per_pair = list(map(self._bigram.get, pairwise(toks), _ZERO))
             best = max(total / math.sqrt(n + 1)
                        for total, n in self._window_sums(per_token, per_pair))

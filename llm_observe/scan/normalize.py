@@ -23,6 +23,7 @@ _ORIGIN = [0]
 # Only the spots that need rewriting: runs of 2+ whitespace/invisible characters, a
 # single whitespace character that is not a plain space, or a single invisible one.
 _SQUEEZE = re.compile(rf"[\s{_INVISIBLE}]{{2,}}|[^\S ]|[{_INVISIBLE}]")
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
 
 
 class Folded:
@@ -52,7 +53,7 @@ def fold(text: str) -> Folded:
         return _fold_slow(text)
     # isprintable() is False for every whitespace but the plain space and for the
     # invisible characters: one C-speed test settles the common case.
-    if low.isprintable() and "  " not in low:
+    if _printable(low) and "  " not in low:
         return Folded(low, _ORIGIN, _ORIGIN)
     parts: list[str] = []
     norm_starts, orig_starts = [0], [0]
@@ -70,6 +71,15 @@ def fold(text: str) -> Folded:
         pos = e
     parts.append(low[pos:])
     return Folded("".join(parts), norm_starts, orig_starts)
+
+
+def _printable(low: str) -> bool:
+    # In ASCII the non-printable characters are the controls, found by one byte-level
+    # delete of every printable byte: ~4x faster than str.isprintable's per-character
+    # table lookup, which was half the fold of a long prompt.
+    if low.isascii():
+        return not low.encode("ascii").translate(None, _PRINTABLE_ASCII)
+    return low.isprintable()
 
 
 def _fold_slow(text: str) -> Folded:

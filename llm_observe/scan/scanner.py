@@ -6,7 +6,11 @@ folded text costs a few. So the automaton holds, besides every injection phrase,
 regex's *triggers* (literal substrings such as ``@``, ``sk-``, ``akia``); a regex runs
 only when one of its triggers occurred, or, for number-shaped PII, when the text holds
 a digit run at least ``min_digits`` long (found by one small regex). Ordinary text
-therefore pays for the fold, one automaton pass and one digit search.
+therefore pays for the fold, one automaton pass and one digit search. On long texts a
+common trigger ("above", "rules") still fires a regex costing 50-200 µs per 2,000
+characters, so the automaton also holds the literals each regex cannot match without
+(scan/prefilter.py): in an ASCII text, a regex runs only if each of its clauses met one,
+and then only at the offsets near its anchor literal, not at every offset.
 
 The learned tier (scan/classifier.py) then scores the same folded text, unless the
 caller only needs the verdict and a phrase or regex has already given it.
@@ -15,8 +19,8 @@ caller only needs the verdict and a phrase or regex has already given it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 
 import ahocorasick
 
@@ -24,6 +28,7 @@ from llm_observe.scan.classifier import InjectionModel, shared_model
 from llm_observe.scan.findings import INJECTION, Finding, FindingType, ScanResult
 from llm_observe.scan.normalize import fold
 from llm_observe.scan.patterns import PatternEntry, PatternSet
+from llm_observe.scan.prefilter import Anchor, anchors, finditer, required_literals
 from llm_observe.scan.validators import VALIDATORS
 
 # Digits joined by at most two separator characters: "4111 1111 1111 1111",
@@ -31,6 +36,11 @@ from llm_observe.scan.validators import VALIDATORS
 # [0-9] rather than \d: the PII regexes use ASCII digits, and the range test is faster.
 _DIGIT_RUN = re.compile(r"[0-9](?:[ \-./()+]{0,2}[0-9])*")
 _NOT_DIGITS = str.maketrans("", "", " -./()+")
+# The same search on an ASCII text's byte skeleton (digit "0", separator "-", other "x"):
+# re finds a literal first character several times faster than a class ([0-9]).
+_SKELETON = bytes(b"0"[0] if chr(i) in "0123456789" else b"-"[0] if chr(i) in " -./()+"
+                  else b"x"[0] for i in range(256))
+_SKELETON_RUN = re.compile(rb"0(?:-{0,2}0)*")
 # A phrase right after a negation is an instruction *against* the attack ("never reveal
 # your system prompt" is a normal system prompt), so it is not a finding.
 _NEGATIONS = ("not ", "never ", "n't ", "n\u2019t ")
@@ -67,6 +77,12 @@ class _Regex:
     severity: str
     pattern: re.Pattern[str]
     validator: Callable[[str], bool] | None
+    # Automaton bit masks, one per clause of prefilter.required_literals: in an ASCII
+    # text, the regex runs only if each mask met a literal.
+    needs: tuple[int, ...] = ()
+    # Where its matches can start (prefilter.anchors): in an ASCII text only those
+    # offsets are tried.
+    anchors: tuple[Anchor, ...] = ()
 
 
 # Automaton value: (phrase length, phrase entry index or -1, trigger bit mask,
@@ -95,6 +111,7 @@ class Scanner:
         self._digit_gates: list[tuple[int, int]] = []  # (min_digits, bit), ascending
         self._injection = 0       # bits of injection regexes
         keys: dict[str, list[int]] = {}  # key -> [phrase entry index, trigger mask]
+        clauses: list[list[frozenset[str]]] = []
         for index, entry in enumerate(self._entries):
             for phrase in entry.phrases:
                 keys.setdefault(phrase, [-1, 0])[0] = index
@@ -103,7 +120,9 @@ class Scanner:
             bit = 1 << len(self._regexes)
             self._regexes.append(_Regex(
                 entry.kind, entry.name, entry.severity, entry.regex,
-                VALIDATORS[entry.validator] if entry.validator else None))
+                VALIDATORS[entry.validator] if entry.validator else None,
+                anchors=tuple(anchors(entry.regex))))
+            clauses.append(required_literals(entry.regex))
             if entry.kind == INJECTION:
                 self._injection |= bit
             for trigger in entry.triggers:
@@ -117,6 +136,8 @@ class Scanner:
             elif not entry.triggers:
                 self._always |= bit
         self._digit_gates.sort()
+        self._regex_bits = (1 << len(self._regexes)) - 1
+        self._add_literals(keys, clauses)
         self._automaton: ahocorasick.Automaton | None = None
         if keys:
             automaton = ahocorasick.Automaton()
@@ -127,6 +148,21 @@ class Scanner:
                 automaton.add_word(key, value)
             automaton.make_automaton()
             self._automaton = automaton
+
+    def _add_literals(self, keys: dict[str, list[int]],
+                      clauses: list[list[frozenset[str]]]) -> None:
+        # Literal bits sit above the regex bits, so one automaton mask carries both.
+        bits: dict[str, int] = {}
+        for i, regex_clauses in enumerate(clauses):
+            needs = []
+            for clause in regex_clauses:
+                mask = 0
+                for literal in clause:
+                    bit = bits.setdefault(literal, 1 << (len(self._regexes) + len(bits)))
+                    keys.setdefault(literal, [-1, 0])[1] |= bit
+                    mask |= bit
+                needs.append(mask)
+            self._regexes[i] = replace(self._regexes[i], needs=tuple(needs))
 
     def scan(self, text: str, field: str = "text", *, every_injection: bool = True) -> ScanResult:
         """Scan ``text``; findings' offsets index ``text`` itself; ``field`` labels them.
@@ -166,6 +202,10 @@ class Scanner:
         # Injection regexes are the fallback for forms the phrases miss: one already
         # covered by a phrase finding would report the same occurrence twice.
         covered = [(f.start, f.end) for f in findings if f.type == INJECTION]
+        found, triggered = triggered, triggered & self._regex_bits
+        ascii_text, lowered = text.isascii(), ""
+        if not ascii_text:
+            found = -1  # every literal "found": the pre-filter is for ASCII texts only
         both = self._both
         fired = self._always | (triggered & ~both)
         if self._digits_only or triggered & both:
@@ -176,7 +216,15 @@ class Scanner:
             low = fired & -fired
             fired ^= low
             rx = self._regexes[low.bit_length() - 1]
-            for m in rx.pattern.finditer(text):
+            if not all(found & need for need in rx.needs):
+                continue
+            matches: Iterable[re.Match[str]]
+            if rx.anchors and ascii_text:
+                lowered = lowered or text.lower()
+                matches = finditer(rx.pattern, rx.anchors, text, lowered)
+            else:
+                matches = rx.pattern.finditer(text)
+            for m in matches:
                 start, end = m.span()
                 if start == end or (rx.validator is not None and not rx.validator(m.group())):
                     continue
@@ -218,9 +266,12 @@ class Scanner:
         return out
 
     def _digit_gate_bits(self, text: str) -> int:
-        longest = 0
-        for run in _DIGIT_RUN.findall(text):
-            longest = max(longest, len(run.translate(_NOT_DIGITS)))
+        if text.isascii():
+            runs = _SKELETON_RUN.findall(text.encode("ascii").translate(_SKELETON))
+            longest = max((run.count(b"0") for run in runs), default=0)
+        else:
+            longest = max((len(run.translate(_NOT_DIGITS)) for run in _DIGIT_RUN.findall(text)),
+                          default=0)
         bits = 0
         for min_digits, bit in self._digit_gates:
             if min_digits > longest:

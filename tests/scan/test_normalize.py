@@ -52,3 +52,14 @@ def test_span_of_a_word_after_collapsed_runs() -> None:
     folded = fold(text)
     start = folded.text.index("word")
     assert text[slice(*folded.span(start, start + 4))] == "Word"
+
+
+@pytest.mark.parametrize("text", ["plain ascii text", "tab\there", "bell\x07inside", "del\x7f",
+                                  "unit\x1fsep", "two  spaces", "line\nend", "\x00", "ok"])
+def test_ascii_texts_fold_as_their_non_ascii_twins(text: str) -> None:
+    # ASCII texts take a byte-level printable check; a trailing "é" sends the same
+    # text through str.isprintable. Both must fold alike, offsets included.
+    ascii_fold, twin = fold(text), fold(text + "\u00e9")
+    assert ascii_fold.text + "\u00e9" == twin.text
+    assert [ascii_fold.to_original(i) for i in range(len(ascii_fold.text))] == \
+        [twin.to_original(i) for i in range(len(ascii_fold.text))]
