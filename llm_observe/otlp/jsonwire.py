@@ -230,6 +230,23 @@ def where_of(parts: list[str]) -> str:
     return "".join(p if p.startswith("[") else f".{p}" for p in reversed(parts)).lstrip(".")
 
 
+def parse(body: bytes) -> Any:
+    """The JSON tree of a body (call under :func:`gc_paused`); RequestInvalid if not JSON."""
+    try:
+        return _loads(body)
+    except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError: ValueError
+        raise RequestInvalid(f"not valid JSON: {exc}") from None
+
+
+def invalid(exc: Bad) -> RequestInvalid:
+    """The RequestInvalid naming where a bad value sat."""
+    where = where_of(exc.where)
+    return RequestInvalid(f"not a valid OTLP/JSON request: {where or 'body'}: {exc}")
+
+
+NESTED_TOO_DEEPLY = "not a valid OTLP/JSON request: nested too deeply"
+
+
 def to_protobuf(body: bytes, table: dict[str, Field] = _REQUEST) -> bytes:
     """The protobuf bytes of an OTLP/JSON request body; RequestInvalid if it is not one.
 
@@ -242,17 +259,12 @@ def to_protobuf(body: bytes, table: dict[str, Field] = _REQUEST) -> bytes:
                 from llm_observe.otlp.jsonstream import stream
 
                 return stream(body, table)
-            try:
-                data = _loads(body)
-            except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError: ValueError
-                raise RequestInvalid(f"not valid JSON: {exc}") from None
-            return _message(data, table)
+            # the tree is freed before the collector is back on (it would be traversed)
+            return _message(parse(body), table)
     except Bad as exc:
-        where = where_of(exc.where)
-        raise RequestInvalid(f"not a valid OTLP/JSON request: {where or 'body'}: {exc}") \
-            from None
+        raise invalid(exc) from None
     except RecursionError:
-        raise RequestInvalid("not a valid OTLP/JSON request: nested too deeply") from None
+        raise RequestInvalid(NESTED_TOO_DEEPLY) from None
 
 
 def message_table(descriptor: Descriptor) -> dict[str, Field]:
