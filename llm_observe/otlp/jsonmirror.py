@@ -128,22 +128,22 @@ def _raw(table: dict[str, Any] | None) -> Callable[[Any], bytes]:
 
 def _add_span(obj: Any, spans: Any) -> None:
     if type(obj) is dict:
+        n = len(spans)
         try:
             kwargs, extra = _direct_span(obj)
-        except Exception:  # not the common shape: the general path decides (and words it)
-            pass
-        else:
-            span = spans.add(**kwargs)
+            span = spans.add(**kwargs)  # (a lone surrogate in a name or key raises here)
             if extra:  # parsed after the direct fields, as the general path's bytes would be
                 span.MergeFromString(extra)
             return
-    spans.add().MergeFromString(_encode(obj, _SPAN))
+        except Exception:  # not the common shape: the general path decides (and words it)
+            del spans[n:]  # nothing half added stays
+    data = _encode(obj, _SPAN)  # (raises Bad, naming the place, before anything is added)
+    spans.add().MergeFromString(data)
 
 
 def _direct_span(obj: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     """The mirror Span's fields of a common-shape span, and the protobuf bytes of its other
-    fields; raises (anything) for a span the general path must take. Builds nothing yet:
-    a span half added would stay in the request."""
+    fields; raises (anything) for a span the general path must take."""
     extra = b""  # the fields the direct path leaves to the general encoder (events, flags ...)
     if not _DIRECT.issuperset(obj):
         out: list[bytes] = []
@@ -158,8 +158,8 @@ def _direct_span(obj: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     name = get("name")
     if name is None:
         name = ""
-    elif type(name) is not str or not (name.isascii() or name.encode()):
-        raise _General  # (encode() raises for a lone surrogate)
+    elif type(name) is not str:
+        raise _General
     kind = get("kind")
     if kind is not None:
         kind = _KINDS[kind] if type(kind) is str else kind
@@ -206,9 +206,8 @@ def _attributes(items: Any) -> dict[str, bytes]:
         return out
     for kv in items:
         key, value = kv["key"], kv["value"]
-        if type(key) is not str or type(value) is not dict or not (
-                key.isascii() or key.encode()):
-            raise _General  # (encode() raises for a lone surrogate)
+        if type(key) is not str or type(value) is not dict:
+            raise _General
         if len(value) == 1:
             v = value.get("stringValue")
             if type(v) is str:
