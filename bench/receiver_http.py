@@ -38,9 +38,9 @@ def run_load_http(port: int, bodies: list[bytes], content_type: str, seconds: fl
 
     The requests are built before the clock starts — request line, headers and body as one
     buffer each — and written to plain asyncio streams; an answer is read by its
-    Content-Length. So the load process costs about what the gRPC door's C-core client
-    costs (a Python HTTP client, aiohttp, cost several times more per request and took CPU
-    from the server on a 2-core machine); the server still parses every request in full.
+    Content-Length. So the load process costs no more than the gRPC door's C-core client
+    (both report their CPU per span) instead of a Python HTTP client's work per request on
+    the server's 2-core machine; the server still parses every request in full.
     """
     raw = [(f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
             f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
