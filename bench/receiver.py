@@ -25,7 +25,7 @@ are run alternately ``--repeats`` times and the median of each figure is kept.
 
 Run from the repository root:
 ``python -m bench.receiver [--quick] [--outage-s 30] [--seconds 5] [--repeats 3]
-[--only workers]``
+[--only workers | --only http | --only a,b]``
 """
 
 from __future__ import annotations
@@ -112,7 +112,9 @@ def run_load(port: int, requests: list[bytes], seconds: float, warmup: float, st
     import grpc
     from google.rpc import error_details_pb2
 
-    async def main() -> tuple[int, list[float], int]:
+    async def main() -> tuple[int, list[float], int, float]:
+        cpu = time.process_time()  # (grpc's C-core threads count: process-wide)
+        sent = 0
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=[
             ("grpc.max_send_message_length", 64 * 1024 * 1024)])
         rpc = channel.unary_unary(PATH)
@@ -124,7 +126,7 @@ def run_load(port: int, requests: list[bytes], seconds: float, warmup: float, st
         next_index = 0
 
         async def stream() -> None:
-            nonlocal accepted, refused, next_index
+            nonlocal accepted, refused, next_index, sent
             while once or time.perf_counter() < deadline:
                 if once:
                     if not queue:
@@ -146,6 +148,7 @@ def run_load(port: int, requests: list[bytes], seconds: float, warmup: float, st
                         await asyncio.sleep(delay)
                         continue
                     t1 = time.perf_counter()
+                    sent += BATCH
                     if once or t0 >= measure_from:
                         latencies.append(t1 - t0)
                         accepted += BATCH
@@ -153,10 +156,9 @@ def run_load(port: int, requests: list[bytes], seconds: float, warmup: float, st
 
         await asyncio.gather(*(stream() for _ in range(streams)))
         await channel.close()
-        return accepted, latencies, refused
+        return accepted, latencies, refused, (time.process_time() - cpu) / max(sent, 1) * 1e6
 
-    accepted, latencies, extra = asyncio.run(main())
-    results.put((accepted, latencies, extra))
+    results.put(asyncio.run(main()))
 
 
 # --- servers ------------------------------------------------------------------------
@@ -322,8 +324,9 @@ class Sink:
 
 
 def throughput(ctx: Any, server: str, requests: list[bytes], args: argparse.Namespace,
-               sink: Sink) -> tuple[float, float, float]:
-    """Run one server under load; returns (spans/s, p99 ms, server CPU µs per span)."""
+               sink: Sink) -> tuple[float, float, float, float]:
+    """Run one server under load; returns (spans/s, p99 ms, server CPU µs per span, the
+    load process's CPU µs per span sent)."""
     ready, stop, report, results = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Queue()
     if server.startswith("http_"):  # the OTLP/HTTP door: http_proto, http_json
         proc = ctx.Process(target=run_full, args=(sink.port, "aio", ready, stop, report,
@@ -347,13 +350,13 @@ def throughput(ctx: Any, server: str, requests: list[bytes], args: argparse.Name
         load = ctx.Process(target=run_load, args=(port, requests, args.seconds, args.warmup,
                                                   args.streams, False, results))
     load.start()
-    accepted, latencies, _ = results.get(timeout=args.seconds + args.warmup + 120)
+    accepted, latencies, _, load_us = results.get(timeout=args.seconds + args.warmup + 120)
     load.join()
     stop.put(True)
     handled, cpu = report.get(timeout=120)[:2]
     proc.join(120)
     p99 = statistics.quantiles(latencies, n=100)[98] * 1000 if len(latencies) > 2 else 0.0
-    return accepted / args.seconds, p99, cpu / max(handled, 1) * 1e6
+    return accepted / args.seconds, p99, cpu / max(handled, 1) * 1e6, load_us
 
 
 def unique_requests(n: int, bases: list[bytes]) -> list[bytes]:
@@ -387,7 +390,7 @@ def outage(ctx: Any, requests: list[bytes], args: argparse.Namespace, sink: Sink
     sink.commands.put("down")
     time.sleep(args.outage_s)
     sink.commands.put("up")
-    accepted, _, refused = results.get(timeout=args.outage_s * 10 + 300)
+    accepted, _, refused, _ = results.get(timeout=args.outage_s * 10 + 300)
     load.join()
     stop.put(True)  # the receiver stops; the forwarder drains (bounded) before exit
     _, _, forwarder = report.get(timeout=300)
@@ -424,17 +427,21 @@ def main() -> None:
                 ("full_thread", plain), ("floor_aio_text", text), ("full_text", text),
                 ("http_proto", plain), ("http_json", http_bodies(plain, "json")),
                 ("http_proto_text", text), ("http_json_text", http_bodies(text, "json"))]
-        runs = [(n, r) for n, r in runs if not args.only or args.only in n]
-        # The machine is shared: alternate the servers and keep the median of each.
-        samples: dict[str, list[tuple[float, float, float]]] = {n: [] for n, _ in runs}
-        for _ in range(args.repeats):
-            for name, requests in runs:
+        # --only a,b: runs whose name holds a or b; an HTTP run brings its gRPC baseline
+        wanted = args.only.split(",")
+        runs = [(n, r) for n, r in runs if not args.only or any(w in n for w in wanted)
+                or (n in ("full", "full_text") and any("http" in w for w in wanted))]
+        # The machine is shared: alternate the servers (in reverse order every other
+        # round, so a drift in load weighs on both alike) and keep the median of each.
+        samples: dict[str, list[tuple[float, float, float, float]]] = {n: [] for n, _ in runs}
+        for round_ in range(args.repeats):
+            for name, requests in runs if round_ % 2 == 0 else runs[::-1]:
                 samples[name].append(throughput(ctx, name.removesuffix("_text"), requests,
                                                 args, sink))
-        figures = {n: tuple(statistics.median(x[i] for x in v) for i in range(3))
+        figures = {n: tuple(statistics.median(x[i] for x in v) for i in range(4))
                    for n, v in samples.items()}
-        http_extra = ratio_figures(figures)
-        for name, (rate, p99, cpu_us) in figures.items():
+        http_extra = ratio_figures(samples)
+        for name, (rate, p99, cpu_us, load_us) in figures.items():
             extra: dict[str, Any] = {"batch": BATCH, "streams": args.streams,
                                      "text": name.endswith("_text"), "repeats": args.repeats,
                                      **http_extra.get(name, {})}
@@ -447,7 +454,8 @@ def main() -> None:
             emit("receiver", f"{name}_spans_per_s", rate, "spans/s", **extra)
             emit("receiver", f"{name}_p99_ms", p99, "ms", **extra)
             emit("receiver", f"{name}_server_cpu_us_per_span", cpu_us, "us", **extra,
-                 spans_per_cpu_s=round(1e6 / cpu_us) if cpu_us else None)
+                 spans_per_cpu_s=round(1e6 / cpu_us) if cpu_us else None,
+                 load_cpu_us_per_span=round(load_us, 2))
         if not args.only or "workers" in args.only:  # serve --workers 1 vs 2 (issue 16)
             from bench.receiver_workers import workers
             workers(ctx, plain, text, args, sink)

@@ -30,6 +30,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from llm_observe.otlp.jsonvalues import (
+    SMALL,
     Bad,
     any_value,
     attributes,
@@ -83,10 +84,11 @@ def _encoder(fd: FieldDescriptor) -> tuple[int, Callable[[Any], bytes]]:
         table = _table(fd.message_type)
         return 2, lambda v: ld(b"", _message(v, table))
     if t == _F.TYPE_STRING:
-        return 2, lambda v: ld(b"", string(v))
+        return 2, _string
     if t == _F.TYPE_BYTES:
-        decode = hexid if fd.name in _HEX_IDS else b64
-        return 2, lambda v: ld(b"", decode(v))
+        if fd.name in _HEX_IDS:
+            return 2, _hex
+        return 2, lambda v: ld(b"", b64(v))
     if t == _F.TYPE_BOOL:
         return 0, _bool
     if t == _F.TYPE_DOUBLE:
@@ -94,7 +96,10 @@ def _encoder(fd: FieldDescriptor) -> tuple[int, Callable[[Any], bytes]]:
     if t == _F.TYPE_FLOAT:
         return 5, lambda v: _pack_f(double(v))
     lo, hi = _INT_RANGES[t]
-    if t in (_F.TYPE_FIXED64, _F.TYPE_SFIXED64):
+    if t == _F.TYPE_FIXED64:  # the timestamps: a decimal string, as the mapping says
+        return 1, lambda v: _pack_q(int(v) if type(v) is str and len(v) < 20 and v.isascii()
+                                    and v.isdigit() else integer(v, lo, hi))
+    if t == _F.TYPE_SFIXED64:
         return 1, lambda v: _pack_q(integer(v, lo, hi) % 2**64)
     if t in (_F.TYPE_FIXED32, _F.TYPE_SFIXED32):
         return 5, lambda v: _pack_i(integer(v, lo, hi) % 2**32)
@@ -105,6 +110,18 @@ def _encoder(fd: FieldDescriptor) -> tuple[int, Callable[[Any], bytes]]:
         return 0, lambda v: varint(names[v] if type(v) is str and v in names
                                    else integer(v, lo, hi))
     return 0, lambda v: varint(integer(v, lo, hi))
+
+
+def _string(value: Any) -> bytes:
+    data = string(value)
+    n = len(data)
+    return (SMALL[n] if n < 128 else varint(n)) + data
+
+
+def _hex(value: Any) -> bytes:
+    data = hexid(value)
+    n = len(data)
+    return (SMALL[n] if n < 128 else varint(n)) + data
 
 
 def _zigzag(n: int) -> int:
@@ -142,11 +159,15 @@ def _message(obj: Any, table: dict[str, Field]) -> bytes:
     if type(obj) is not dict:
         raise Bad("must be an object")
     out: list[bytes] = []
+    append = out.append
     for key, value in obj.items():
         field = table.get(key)
-        if field is not None:  # unknown fields are ignored
+        if field is not None and value is not None:  # unknown fields are ignored
             try:
-                encode_field(out, field, value)
+                if field[2]:
+                    encode_field(out, field, value)
+                else:
+                    append(field[0] + field[1](value))
             except Bad as exc:
                 exc.where.append(key)
                 raise
@@ -209,6 +230,23 @@ def where_of(parts: list[str]) -> str:
     return "".join(p if p.startswith("[") else f".{p}" for p in reversed(parts)).lstrip(".")
 
 
+def parse(body: bytes) -> Any:
+    """The JSON tree of a body (call under :func:`gc_paused`); RequestInvalid if not JSON."""
+    try:
+        return _loads(body)
+    except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError: ValueError
+        raise RequestInvalid(f"not valid JSON: {exc}") from None
+
+
+def invalid(exc: Bad) -> RequestInvalid:
+    """The RequestInvalid naming where a bad value sat."""
+    where = where_of(exc.where)
+    return RequestInvalid(f"not a valid OTLP/JSON request: {where or 'body'}: {exc}")
+
+
+NESTED_TOO_DEEPLY = "not a valid OTLP/JSON request: nested too deeply"
+
+
 def to_protobuf(body: bytes, table: dict[str, Field] = _REQUEST) -> bytes:
     """The protobuf bytes of an OTLP/JSON request body; RequestInvalid if it is not one.
 
@@ -221,17 +259,12 @@ def to_protobuf(body: bytes, table: dict[str, Field] = _REQUEST) -> bytes:
                 from llm_observe.otlp.jsonstream import stream
 
                 return stream(body, table)
-            try:
-                data = _loads(body)
-            except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError: ValueError
-                raise RequestInvalid(f"not valid JSON: {exc}") from None
-            return _message(data, table)
+            # the tree is freed before the collector is back on (it would be traversed)
+            return _message(parse(body), table)
     except Bad as exc:
-        where = where_of(exc.where)
-        raise RequestInvalid(f"not a valid OTLP/JSON request: {where or 'body'}: {exc}") \
-            from None
+        raise invalid(exc) from None
     except RecursionError:
-        raise RequestInvalid("not a valid OTLP/JSON request: nested too deeply") from None
+        raise RequestInvalid(NESTED_TOO_DEEPLY) from None
 
 
 def message_table(descriptor: Descriptor) -> dict[str, Field]:

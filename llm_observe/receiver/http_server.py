@@ -5,9 +5,10 @@ An aiohttp app on the collector's event loop, beside the gRPC door and sharing i
 Per request: the token (before the body is read: ``Authorization: Bearer <token>``, or
 Basic with the token as password), the Content-Type (``application/x-protobuf`` or
 ``application/json``, else 415), the body (inflated in bounded steps, 413 past
-``otlp_max_message_bytes`` raw or inflated: :mod:`llm_observe.httpbody`), JSON turned into
-protobuf bytes (:mod:`llm_observe.otlp.jsonwire`), then the gRPC door's decode → walk →
-pipeline. A large body is decoded and walked in a thread. Answers: :mod:`.http_answers`.
+``otlp_max_message_bytes`` raw or inflated: :mod:`llm_observe.httpbody`), protobuf decoded
+to the mirror schema, or JSON built straight into it (:mod:`llm_observe.otlp.jsonmirror`),
+then the gRPC door's walk → pipeline. A large body is decoded and walked in a thread.
+Answers: :mod:`.http_answers`.
 
 Also served: ``/api/public/otel/v1/traces`` (the path the Langfuse SDKs post to, as an
 alias), and ``/v1/metrics`` / ``/v1/logs`` (taken and discarded: :mod:`.signals`).
@@ -25,7 +26,7 @@ from aiohttp import hdrs, web
 from prometheus_client import CollectorRegistry
 
 from llm_observe import httpbody
-from llm_observe.otlp.jsonwire import to_protobuf
+from llm_observe.otlp.jsonmirror import to_request
 from llm_observe.otlp.walk import RequestInvalid, Walked
 from llm_observe.pipeline import Pipeline
 from llm_observe.pipeline.selfmetrics import receiver_metrics
@@ -89,12 +90,13 @@ class OtlpHttp:
         return trace_answer(outcome, as_json)
 
     def _receive(self, body: bytes, as_json: bool) -> Walked | Outcome:
-        if as_json:
-            try:
-                body = to_protobuf(body)
-            except RequestInvalid as exc:
-                return self.core.invalid(str(exc))
-        return self.core.receive(body)
+        if not as_json:
+            return self.core.receive(body)
+        try:
+            request = to_request(body)
+        except RequestInvalid as exc:
+            return self.core.invalid(str(exc))
+        return self.core.receive_decoded(request)
 
     def signal(self, signal: Signal) -> Callable[[web.Request], Any]:
         async def handler(request: web.Request) -> web.Response:
