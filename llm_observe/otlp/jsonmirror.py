@@ -200,33 +200,68 @@ def _status(value: Any) -> bytes:
 
 def _attributes(items: Any) -> dict[str, bytes]:
     """An attribute list as the mirror's map: key → AnyValue bytes (the last of a repeated
-    key wins, as when the protobuf is parsed). Strings, integers and doubles inline."""
+    key wins, as when the protobuf is parsed). Strings, integers, doubles and arrays of
+    strings (finish reasons: in every GenAI span) inline."""
     out: dict[str, bytes] = {}
     if items is None:
         return out
+    strings = _strings
     for kv in items:
         key, value = kv["key"], kv["value"]
         if type(key) is not str or type(value) is not dict:
             raise _General
         if len(value) == 1:
             v = value.get("stringValue")
-            if type(v) is str:
-                data = v.encode()
-                n = len(data)
-                out[key] = b"\x0a" + (SMALL[n] if n < 128 else varint(n)) + data
+            if v is not None:
+                av = strings.get(v)
+                out[key] = _string(v) if av is None else av
                 continue
-            if v is None:
-                v = value.get("intValue")
-                if type(v) is str and len(v) < 19 and v.isascii() and v.isdigit():
-                    n = int(v)
-                    out[key] = b"\x18" + (SMALL[n] if n < 128 else varint(n))
-                    continue
-                v = value.get("doubleValue")
-                if type(v) is float:
-                    out[key] = b"\x21" + _pack_d(v)
-                    continue
+            v = value.get("intValue")
+            if type(v) is str and len(v) < 19 and v.isascii() and v.isdigit():
+                n = int(v)
+                out[key] = b"\x18" + (SMALL[n] if n < 128 else varint(n))
+                continue
+            v = value.get("doubleValue")
+            if type(v) is float:
+                out[key] = b"\x21" + _pack_d(v)
+                continue
+            v = value.get("arrayValue")
+            if v is not None:
+                out[key] = _string_array(v["values"])
+                continue
         out[key] = any_value(value)
     return out
+
+
+# string value → its AnyValue bytes: model, provider and operation names repeat in every
+# request. Short values only, emptied when full (hostile unique values cost no memory).
+_strings: dict[str, bytes] = {}
+
+
+def _string(value: str) -> bytes:
+    data = value.encode()  # (not a str, or a lone surrogate: raises)
+    n = len(data)
+    av = b"\x0a" + (SMALL[n] if n < 128 else varint(n)) + data
+    if n <= 64:
+        if len(_strings) >= 4096:
+            _strings.clear()
+        _strings[value] = av
+    return av
+
+
+def _string_array(values: list[Any]) -> bytes:
+    """The AnyValue of a short array of strings; raises for any other (the general path)."""
+    strings, out = _strings, []
+    for item in values:  # (not a list: a dict or str iterates to values without a get)
+        if len(item) != 1:
+            raise _General
+        v = item["stringValue"]
+        av = strings.get(v)
+        if av is None:
+            av = _string(v)
+        out.append(b"\x0a" + SMALL[len(av)] + av)  # (IndexError if long)
+    data = b"".join(out)
+    return b"\x2a" + SMALL[len(data)] + data
 
 
 def _text(value: Any) -> str:

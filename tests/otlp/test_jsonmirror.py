@@ -97,6 +97,14 @@ ODD_ATTRIBUTES: list[Any] = [
     [{"key": "k", "value": {"string_value": "snake"}}],
     [{"key": "k", "value": {"stringValue": "first"}}, {"key": "k", "value": {"intValue": 2}}],
     [{"key": "ü", "value": {"stringValue": "é" * 300}}], [{"key": "k", "value": "v"}],
+    *([{"key": "k", "value": {"arrayValue": array}}] for array in (
+        {"values": [{"stringValue": "stop"}]}, {"values": [{"stringValue": "a"}] * 3},
+        {"values": []}, {}, {"values": None}, {"values": "ab"}, {"values": {"a": 1}}, [],
+        {"values": [{"stringValue": "x" * 200}]}, {"values": [{"stringValue": "x"}] * 30},
+        {"values": [{"stringValue": None}]}, {"values": [{"stringValue": 1}]},
+        {"values": [{"stringValue": "\ud800"}]}, {"values": [["stringValue"]]},
+        {"values": [{"stringValue": "a", "intValue": "1"}]}, {"values": [{}]},
+        {"values": [{"stringValue": "a"}], "other": 1})),
 ]
 
 
