@@ -29,17 +29,23 @@ from typing import Any
 from llm_observe.scan.normalize import fold
 
 # re's own parser (private, untyped, stable since 3.11 under these names): reading the
-# tree it compiles from is the only way to be sure what the regex demands.
-C: Any = import_module("re._constants")
-P: Any = import_module("re._parser")
+# tree it compiles from is the only way to be sure what the regex demands. A Python
+# without them gets no pre-filter (P.parse fails inside the readers' try: nothing is
+# required, no anchor), so every regex is searched in full: slower, nothing missed.
+try:
+    C: Any = import_module("re._constants")
+    P: Any = import_module("re._parser")
+except ImportError:  # pragma: no cover - every supported Python has them
+    C = P = None
 
 Clauses = list[frozenset[str]]
 # Shorter literals are too common to reject anything and would only add automaton hits.
 MIN_LITERAL = 4
 _MAX_SET = 64       # strings an exact set may hold before it is cut into a clause
 _MAX_CLAUSES = 16   # clauses of an alternative kept when distributing an OR over ANDs
-_REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", C.MAX_REPEAT))
-_ZERO_WIDTH = (C.AT, C.ASSERT, C.ASSERT_NOT)
+_REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", C.MAX_REPEAT)) \
+    if C is not None else ()
+_ZERO_WIDTH = (C.AT, C.ASSERT, C.ASSERT_NOT) if C is not None else ()
 
 
 class _Exact:

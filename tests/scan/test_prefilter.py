@@ -132,3 +132,21 @@ def test_a_text_dense_in_anchor_literals_is_searched_in_full() -> None:
     where = anchors(email)
     assert [m.span() for m in finditer(email, where, text, text.lower())] == \
         [m.span() for m in email.finditer(text)]
+
+
+def test_without_re_s_parser_nothing_is_required_and_findings_are_unchanged(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # re._parser is private: a Python without it must lose only the speed-up
+    from llm_observe.scan import prefilter
+
+    monkeypatch.setattr(prefilter, "P", None)
+    regex = re.compile(r"(?i)\bignore\s+previous\s+instructions\b")
+    assert prefilter.required_literals(regex) == []
+    assert prefilter.anchors(regex) == []
+    unparsed = Scanner(PATTERNS)
+    assert all(rx.needs == () and rx.anchors == () for rx in unparsed._regexes)
+    monkeypatch.undo()
+    scanner = Scanner(PATTERNS)
+    assert any(rx.needs for rx in scanner._regexes)  # the pre-filter is back on
+    for text in corpus():
+        assert unparsed.scan(text) == scanner.scan(text), text[:80]
