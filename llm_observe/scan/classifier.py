@@ -57,14 +57,21 @@ def tokens(folded: str) -> list[bytes]:
     return folded.encode("utf-8", "surrogatepass").translate(_PUNCT).split()
 
 
-def windows(toks: list[T], window: int) -> Iterator[list[T]]:
-    """The token windows a text is scored on: all of it, or half-overlapping windows."""
-    if len(toks) <= window:
-        yield toks
+def window_spans(n: int, window: int) -> Iterator[tuple[int, int]]:
+    """[start, end) of the windows a text of ``n`` tokens is scored on: all of it, or
+    half-overlapping windows of ``window`` tokens."""
+    if n <= window:
+        yield 0, n
         return
     step = window // 2
-    for start in range(0, len(toks) - step, step):
-        yield toks[start:start + window]
+    for start in range(0, n - step, step):
+        yield start, min(start + window, n)
+
+
+def windows(toks: list[T], window: int) -> Iterator[list[T]]:
+    """The token windows a text is scored on (see :func:`window_spans`)."""
+    for start, end in window_spans(len(toks), window):
+        yield toks[start:end]
 
 
 def features(toks: list[bytes]) -> Iterator[Key]:
@@ -147,14 +154,9 @@ class InjectionModel:
         A window is a few slices summed in C: cheaper here than prefix sums, which
         allocate a float per token (the exact score keeps them: its sums are the
         trained model's)."""
-        n, window = len(per_token), self.window
-        step = window // 2
-        for start in range(0, n - step, step) if n > window else (0,):
-            end = min(start + window, n)
-            if sum(per_token[start:end]) + sum(pair_bounds[start:end - 1]) >= \
-                    self._needed * math.sqrt(end - start + 1):
-                return True
-        return False
+        return any(sum(per_token[start:end]) + sum(pair_bounds[start:end - 1])
+                   >= self._needed * math.sqrt(end - start + 1)
+                   for start, end in window_spans(len(per_token), self.window))
 
     def _score(self, toks: list[bytes], per_token: list[float] | None = None) -> float:
         if not toks:
@@ -178,11 +180,8 @@ class InjectionModel:
 
         ``per_pair[i]`` belongs to tokens i and i+1, so it counts only in windows
         holding both; overlapping windows share prefix sums instead of re-scoring."""
-        n, window = len(per_token), self.window
         tok_sum, pair_sum = [0.0, *accumulate(per_token)], [0.0, *accumulate(per_pair)]
-        step = window // 2
-        for start in range(0, n - step, step):
-            end = min(start + window, n)
+        for start, end in window_spans(len(per_token), self.window):
             yield tok_sum[end] - tok_sum[start] + pair_sum[end - 1] - pair_sum[start], end - start
 
 

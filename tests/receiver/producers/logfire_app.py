@@ -7,17 +7,13 @@ import sys
 
 import logfire
 import openai
+from chat_calls import whole_and_streamed  # (this directory: the script's sys.path[0])
 
 provider, service = sys.argv[1:3]
 logfire.configure(send_to_logfire=False, service_name=service, console=False)
 client = openai.OpenAI(base_url=provider, api_key="test-key")
 logfire.instrument_openai(client)
-whole = client.chat.completions.create(
-    model="gpt-4o", messages=[{"role": "user", "content": "Hello there"}])
-stream = client.chat.completions.create(
-    model="gpt-4o-mini", messages=[{"role": "user", "content": "Stream please"}], stream=True,
-    stream_options={"include_usage": True})
-text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+prompt_tokens, text = whole_and_streamed(client)
 logfire.force_flush()
 logfire.shutdown()
-print(whole.usage.prompt_tokens if whole.usage else None, text)
+print(prompt_tokens, text)
