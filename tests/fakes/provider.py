@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from requests.structures import CaseInsensitiveDict
+
 
 @dataclass
 class Settings:
@@ -53,7 +55,7 @@ class Settings:
 class Recorded:
     method: str
     path: str
-    headers: dict[str, str]
+    headers: CaseInsensitiveDict[str]  # HTTP names are case-insensitive (httpx2 sends lower case)
     body: dict[str, Any]
 
 
@@ -166,7 +168,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         fake = self.fake
-        fake.requests.append(Recorded("POST", self.path, dict(self.headers.items()), body))
+        fake.requests.append(Recorded("POST", self.path, CaseInsensitiveDict(self.headers.items()), body))
         settings = fake.settings
         if settings.delay_s:
             time.sleep(settings.delay_s)
