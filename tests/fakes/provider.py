@@ -168,7 +168,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         fake = self.fake
-        fake.requests.append(Recorded("POST", self.path, CaseInsensitiveDict(self.headers.items()), body))
+        headers = CaseInsensitiveDict(self.headers.items())
+        fake.requests.append(Recorded("POST", self.path, headers, body))
         settings = fake.settings
         if settings.delay_s:
             time.sleep(settings.delay_s)
