@@ -4,8 +4,9 @@
 # HTTP clients under them), then the tests that drive those SDKs for real. It finds the
 # next major before a user does; the locked CI cannot, by design.
 #
-#   bash scripts/sdk_drift.sh            # newest of every instrumented SDK
-#   bash scripts/sdk_drift.sh openai     # only these packages move
+#   bash scripts/sdk_drift.sh                  # newest of every instrumented SDK
+#   bash scripts/sdk_drift.sh openai           # only these packages move
+#   bash scripts/sdk_drift.sh 'openai<3' 'anthropic<1'   # an older major users still run
 #
 # Prints the packages that moved (lock -> newest) and ends with one line:
 # "sdk drift: OK ..." or "sdk drift: FAILED ..." naming the versions under test.
@@ -29,7 +30,9 @@ uv() { "$PY" -m uv "$@"; }
 versions() {  # name==version of each SDK in the scratch env
   "$work/venv/bin/python" - "${SDKS[@]}" <<'PY'
 import importlib.metadata as md, sys
-for name in sys.argv[1:]:
+import re
+for spec in sys.argv[1:]:
+    name = re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0]
     try:
         print(f"{name}=={md.version(name)}")
     except md.PackageNotFoundError:

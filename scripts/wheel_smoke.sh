@@ -9,7 +9,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$PYTHON" -m build --wheel --outdir "$work/dist" . >/dev/null
 "$PYTHON" -m venv "$work/venv"
-"$work/venv/bin/pip" install -q "$(ls "$work"/dist/*.whl)[tokens]"
+# The wheel's own ranges, held to the versions CI tested (the lock, as constraints).
+grep -E '^[A-Za-z0-9][^ ]*==' requirements/dev.lock | sed 's/ *\\$//' >"$work/constraints.txt"
+"$work/venv/bin/pip" install -q -c "$work/constraints.txt" "$(ls "$work"/dist/*.whl)[tokens]"
 cd "$work"
 "$work/venv/bin/python" - <<'PY'
 from llm_observe import count_tokens
