@@ -68,7 +68,8 @@ venv_ok() {  # ./.venv works, has pip, and comes from $PYTHON when that is set
 }
 
 # --- system packages ---------------------------------------------------------
-pkgs=(prometheus redis-server curl)
+# valgrind: callgrind counts the span path's instructions for bench.budgets (.ci/run)
+pkgs=(prometheus redis-server curl valgrind)
 # Node.js from Debian/Ubuntu unless a node is already on PATH (nvm, NodeSource, ...)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)

@@ -247,10 +247,15 @@ async def test_a_big_scrape_does_not_stall_the_api(make_client: MakeClient) -> N
         await asyncio.sleep(0.02)
     took, size = await scraping
     assert size > 20_000_000  # the scrape really was the big one
-    assert max(latencies) < 0.1, f"slowest probe {max(latencies) * 1000:.0f} ms " \
-        f"during a {took:.2f} s scrape ({len(latencies)} probes)"
+    # A render on the loop would hold it for the whole scrape. The bounds are absolute on
+    # a quiet machine (100 / 150 ms) and a fifth of the scrape where other processes slow
+    # everything down: a stall still shows, a busy machine's scheduling does not.
+    slack = took / 5
+    assert max(latencies) < max(0.1, slack), f"slowest probe {max(latencies) * 1000:.0f} " \
+        f"ms during a {took:.2f} s scrape ({len(latencies)} probes)"
     gap = max(b - a for a, b in itertools.pairwise(starts))
-    assert gap < 0.15, f"the loop stalled {gap * 1000:.0f} ms between two probes"
+    assert gap < max(0.15, slack), f"the loop stalled {gap * 1000:.0f} ms between two " \
+        f"probes during a {took:.2f} s scrape"
     assert len(latencies) >= 10, f"only {len(latencies)} probes during a {took:.2f} s scrape"
     print(f"scrape {took:.2f} s, {size} bytes; {len(latencies)} probes, "
           f"slowest {max(latencies) * 1000:.1f} ms")
