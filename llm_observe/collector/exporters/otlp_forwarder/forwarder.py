@@ -60,7 +60,8 @@ class OtlpForwarder:
                  backoff: Backoff | None = None, workers: int = 2,
                  spool_dir: str | None = None, spool_max_bytes: int = 1024 * MiB,
                  redact_pii: bool = True, compression: grpc.Compression | None = None,
-                 headers: Sequence[tuple[str, str]] = (), write_ahead: bool = False) -> None:
+                 headers: Sequence[tuple[str, str]] = (), write_ahead: bool = False,
+                 spool_lock_wait_s: float = 0.0) -> None:
         self.endpoint = endpoint
         self.metrics = metrics
         self.max_spans, self.max_bytes = max_spans, max_bytes
@@ -69,7 +70,8 @@ class OtlpForwarder:
         self._encoding = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-encode")
         self.sender = Sender(endpoint, metrics, self.encoder, backoff=backoff or Backoff(),
                              timeout_s=timeout_s, compression=compression, headers=headers)
-        self.spool = Spool(spool_dir, spool_max_bytes) if spool_dir else None
+        self.spool = (Spool(spool_dir, spool_max_bytes, spool_lock_wait_s) if spool_dir
+                      else None)
         self._queue = SendQueue(batch_spans, batch_bytes)
         if write_ahead and self.spool is None:
             raise ValueError("write_ahead needs spool_dir")
@@ -136,6 +138,8 @@ class OtlpForwarder:
         self._update_gauges()
         await self.sender.close()
         self._encoding.shutdown(wait=False)
+        if self.spool is not None:
+            self.spool.close()  # a successor may take the directory now
 
     # --- introspection (tests, status) ---------------------------------------------
     @property
