@@ -85,8 +85,9 @@ async def test_disk_full_counts_no_refused_span_and_ingest_resumes_once_there_is
                   LLM_OBSERVE_WRITE_AHEAD="true", LLM_OBSERVE_OTLP_PORT=str(otlp),
                   LLM_OBSERVE_PORT=str(free_port()), LLM_OBSERVE_METRICS_PORT=str(metrics))
     served: Served = await asyncio.to_thread(start, environ=environ)
-    sender = Sender(otlp)
+    sender: Sender | None = None
     try:
+        sender = Sender(otlp)
         acked = refused = 0
         pending = [request_bytes(i) for i in range(200)]
         while pending and not refused:  # until the disk is full
@@ -119,6 +120,7 @@ async def test_disk_full_counts_no_refused_span_and_ingest_resumes_once_there_is
         assert resumed <= 2.0, f"ingest answered OK {resumed:.1f} s after the disk had room"
         assert counted(metrics, "llm_spans_total") == acked * LLM_PER_REQUEST
     finally:
-        sender.channel.close()
+        if sender is not None:
+            sender.channel.close()
         code, err = await asyncio.to_thread(served.stop)
     assert code == 0 and "Traceback" not in err
