@@ -54,14 +54,18 @@ async def start_http_receiver(collector: Any, reuse_port: bool = False) -> Any:
     if settings.otlp_http_port == 0:
         return None
     from llm_observe.receiver import start_http_receiver as start
+    from llm_observe.receiver.http_guard import HttpLimits
 
     host = otlp_http_host(settings)
+    limits = HttpLimits(header_timeout_s=settings.otlp_http_header_timeout_s,
+                        body_timeout_s=settings.otlp_http_body_timeout_s,
+                        inflight_max_bytes=settings.otlp_http_inflight_max_bytes)
     try:
         return await start(
             collector.pipeline, collector.registry, host, settings.otlp_http_port,
             settings.otlp_max_message_bytes, max_spans=settings.otlp_max_spans_per_request,
             token=settings.otlp_token, grace_s=min(5.0, settings.shutdown_timeout_s),
-            reuse_port=reuse_port)
+            reuse_port=reuse_port, limits=limits)
     except OSError as exc:
         reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
         raise StartupError(f"OTLP/HTTP receiver cannot listen on {host}:"

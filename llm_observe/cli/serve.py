@@ -29,7 +29,13 @@ from llm_observe.cli.doors import (
     start_prometheus,
     start_receiver,
 )
-from llm_observe.cli.worker import WorkerDuties, for_worker, parse_workers, worker_index
+from llm_observe.cli.worker import (
+    WorkerDuties,
+    for_worker,
+    parse_workers,
+    spool_lock_wait_s,
+    worker_index,
+)
 from llm_observe.collector.logformat import FORMATS
 from llm_observe.collector.logformat import configure as configure_logging
 
@@ -80,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from llm_observe.collector.settings import Settings
+    from llm_observe.dirlock import DirectoryBusy
     from llm_observe.errors import ConfigError
 
     # argparse checks choices, not defaults taken from the environment
@@ -106,17 +113,20 @@ def run(args: argparse.Namespace) -> int:
         if index is not None:
             settings = for_worker(settings, index)
         alerts = alert_params(settings) if args.with_prometheus else None
-        collector = _build(settings)
+        collector = _build(settings, spool_lock_wait_s(settings) if index is not None else 0.0)
     except ConfigError as exc:
         return _fail(str(exc), EXIT_CONFIG)
+    except DirectoryBusy as exc:  # another collector owns the spool directory
+        return _fail(str(exc), EXIT_RUNTIME)
     try:
         return asyncio.run(_serve(collector, args, alerts, index))
     except StartupError as exc:
         return _fail(str(exc), EXIT_RUNTIME)
 
 
-def _build(settings: Any) -> Any:
-    """The collector, with the OTLP forwarder when one is configured and available."""
+def _build(settings: Any, lock_wait_s: float = 0.0) -> Any:
+    """The collector, with the OTLP forwarder when one is configured and available
+    (DirectoryBusy when another process holds its spool after ``lock_wait_s``)."""
     from prometheus_client import CollectorRegistry
 
     from llm_observe.collector.assembly import build_collector
@@ -129,7 +139,7 @@ def _build(settings: Any) -> Any:
     except ImportError:
         log.info("OTLP forwarding not available in this build")
     else:
-        forwarder = forwarder_from_settings(settings, registry)
+        forwarder = forwarder_from_settings(settings, registry, lock_wait_s)
         if forwarder is not None:
             exporters.append(forwarder)
     return build_collector(settings, registry=registry, exporters=exporters)

@@ -11,7 +11,11 @@ and then the others (a bad config file is reported once), and prints one ready l
 
 A worker that exits is restarted with exponential backoff (``BACKOFF_FIRST_S`` doubling
 to ``BACKOFF_MAX_S``; reset once a worker stayed up ``STABLE_S``); the successor takes
-the same index, so the same spool / write-ahead directory, and drains it. SIGTERM or
+the same index, so the same spool / write-ahead directory, and drains it. The supervisor
+owns the top spool directory (a second collector on it stops at start, one line), and
+worker K owns ``worker-K`` (:mod:`llm_observe.dirlock`): after a supervisor was killed
+and started again at once, the new worker K waits for the old one to finish its drain
+and exit before it reads the directory, so no file is drained twice. SIGTERM or
 Ctrl-C: every worker gets one SIGTERM and drains as a single process does; exit 0 when
 they all exited cleanly. Workers run in their own process group (a terminal's Ctrl-C
 reaches the supervisor only, which stops them once) and leave when it is gone.
@@ -26,7 +30,6 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -66,8 +69,16 @@ def supervise(settings: Any, args: Any, workers: int) -> int:
             print(f"llm-observe serve: error: {door} cannot listen on {host}:{port}: {reason}",
                   file=sys.stderr, flush=True)
             return 1
+    from llm_observe.cli.metricsdir import make_metrics_dir
+    from llm_observe.dirlock import DirectoryBusy, DirLock
+
+    try:  # held until exit: the workers' worker-K directories live under it
+        spool = DirLock(settings.spool_dir, "spool directory") if settings.spool_dir else None
+    except DirectoryBusy as exc:
+        print(f"llm-observe serve: error: {exc}", file=sys.stderr, flush=True)
+        return 1
     given = os.environ.get(ENV)
-    path = given or tempfile.mkdtemp(prefix="llm-observe-metrics-")
+    path = given or make_metrics_dir()
     prepare_dir(path)
     try:
         return asyncio.run(Supervisor(settings, args, workers, path, alerts).run())
@@ -77,6 +88,8 @@ def supervise(settings: Any, args: Any, workers: int) -> int:
     finally:
         if not given:
             shutil.rmtree(path, ignore_errors=True)
+        if spool is not None:
+            spool.release()
 
 
 class Worker:

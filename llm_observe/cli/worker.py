@@ -4,7 +4,8 @@ The supervisor (``supervisor.py``) starts each worker as ``llm-observe serve`` w
 ``LLM_OBSERVE_WORKER_INDEX=K`` and ``PROMETHEUS_MULTIPROC_DIR`` in its environment. A
 worker then binds every door with ``SO_REUSEPORT``, leaves the scrape port to the
 supervisor (which serves the sum of every worker's files), spools under
-``<spool_dir>/worker-K`` (a restarted worker K drains what its predecessor left there),
+``<spool_dir>/worker-K`` (a restarted worker K drains what its predecessor left there;
+it owns the directory only once the predecessor let go: :func:`spool_lock_wait_s`),
 mirrors its scrape-time metric families into its files (:class:`WorkerDuties`), and
 drains and exits when the supervisor is gone.
 """
@@ -23,6 +24,9 @@ log = logging.getLogger("llm_observe.serve")
 
 INDEX_ENV = "LLM_OBSERVE_WORKER_INDEX"
 MAX_WORKERS = 256
+# beyond shutdown_timeout_s: the predecessor notices its supervisor is gone (1 s), closes
+# its doors (up to 5 s of grace) and then drains; the supervisor's own margin is the same
+PREDECESSOR_MARGIN_S = 10.0
 
 
 def parse_workers(value: str) -> int:
@@ -49,6 +53,13 @@ def for_worker(settings: Any, index: int) -> Any:
         return settings
     return dataclasses.replace(settings,
                                spool_dir=str(Path(settings.spool_dir) / f"worker-{index}"))
+
+
+def spool_lock_wait_s(settings: Any) -> float:
+    """How long worker K waits to own ``worker-K``: a previous supervisor's worker K (that
+    supervisor killed, this one started at once) still drains it, and exits within its
+    shutdown timeout. Two drains of one directory would send, and count, files twice."""
+    return float(settings.shutdown_timeout_s) + PREDECESSOR_MARGIN_S
 
 
 class WorkerDuties:

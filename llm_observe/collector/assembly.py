@@ -42,7 +42,9 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
                     exporters: list[Exporter] | None = None) -> Collector:
     """Load config; assemble tokens → cost → scan → sampling → embedding → toolchain.
 
-    ``exporters`` are added after the Prometheus exporter (the OTLP forwarder, a test sink).
+    ``exporters`` (the OTLP forwarder, a test sink) run before the Prometheus exporter:
+    a batch is counted only once every exporter that may refuse it took it (count after
+    commit, :meth:`Pipeline.submit`).
     """
     from llm_observe.pricing import load_price_table
     from llm_observe.processors.cost import CostProcessor
@@ -78,7 +80,7 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     processors.append(ToolchainProcessor(tracker, blocking=not isinstance(tracker,
                                                                           ToolChainTracker)))
     extra = list(exporters or [])
-    pipeline = Pipeline(processors, [PrometheusExporter(metrics), *extra])
+    pipeline = Pipeline(processors, [*extra, PrometheusExporter(metrics)])
     registry.register(PipelineStats(pipeline))
     return Collector(settings=settings, registry=registry, metrics=metrics, pipeline=pipeline,
                      price_table=price_table, cost=cost, scanner=scanner, tracker=tracker,

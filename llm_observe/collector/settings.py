@@ -49,6 +49,12 @@ class Settings:
     # OTLP receiver and forwarder
     otlp_max_message_bytes: int = 16 * MiB
     otlp_max_spans_per_request: int = 20_000  # SDKs send 512, the OTel Collector <= 8,192
+    # OTLP/HTTP slow and heavy clients (receiver/http_guard.py): a connection's first
+    # request headers within this of connecting; a body within this of its headers; body
+    # bytes held across connections (past it: 503 + Retry-After)
+    otlp_http_header_timeout_s: float = 20.0
+    otlp_http_body_timeout_s: float = 60.0
+    otlp_http_inflight_max_bytes: int = 64 * MiB
     tempo_endpoint: str | None = None  # e.g. localhost:4319; None = metrics only
     queue_max_spans: int = 100_000
     queue_max_bytes: int = 256 * MiB
@@ -89,10 +95,12 @@ class Settings:
                      "otlp_max_spans_per_request",
                      "queue_max_spans", "queue_max_bytes", "embedding_batch_size",
                      "max_models", "max_services", "max_label_sets", "max_text_chars",
-                     "embedding_queue_max"):
+                     "embedding_queue_max", "otlp_http_inflight_max_bytes"):
             _check(getattr(self, name) >= 1, name, "must be >= 1")
         _check(self.embedding_threads >= 0, "embedding_threads", "must be >= 0")
         _check(self.shutdown_timeout_s >= 0, "shutdown_timeout_s", "must be >= 0")
+        for name in ("otlp_http_header_timeout_s", "otlp_http_body_timeout_s"):
+            _check(getattr(self, name) > 0, name, "must be > 0 (seconds)")
         _check(self.embedding_max_per_s > 0, "embedding_max_per_s", "must be > 0")
         _check(not self.write_ahead or bool(self.spool_dir), "write_ahead",
                "needs spool_dir (the directory spans are written to before the answer)")

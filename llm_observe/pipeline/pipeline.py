@@ -95,9 +95,15 @@ class Pipeline:
                 self.chain.run_one(processor, batch)
 
     async def submit(self, batch: Sequence[LlmSpan]) -> None:
-        """Admit, enrich and export a batch; raises Backpressure before doing any work.
+        """Admit, enrich and export a batch; raises Backpressure before doing any work,
+        or when an exporter could not take the batch (a write-ahead spool that cannot be
+        written).
 
-        A plain list of spans is a :class:`Batch` without origin (the REST doors).
+        Exporters run in the order given and the first that raises stops the batch: the
+        ones after it never see it. So exporters that may refuse (they commit the batch:
+        the forwarder) come first and the ones that only count (Prometheus) last, and a
+        refused request changes no series: its retry is counted once (assembly.py orders
+        them so). A plain list of spans is a :class:`Batch` without origin (REST doors).
         """
         if not isinstance(batch, Batch):
             batch = Batch(batch)

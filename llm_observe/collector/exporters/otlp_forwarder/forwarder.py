@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
 
+from llm_observe.collector.exporters.otlp_forwarder.probe import SpaceProbe
 from llm_observe.collector.exporters.otlp_forwarder.queue import SendBatch, SendQueue
 from llm_observe.collector.exporters.otlp_forwarder.retry import Backoff
 from llm_observe.collector.exporters.otlp_forwarder.sender import Interrupted, Sender
@@ -46,7 +46,6 @@ from llm_observe.span import LlmSpan
 log = logging.getLogger(__name__)
 
 MiB = 1024 * 1024
-SPOOL_RETRY_S = 30.0  # a spool whose write failed is tried again after this
 
 
 class OtlpForwarder:
@@ -60,7 +59,8 @@ class OtlpForwarder:
                  backoff: Backoff | None = None, workers: int = 2,
                  spool_dir: str | None = None, spool_max_bytes: int = 1024 * MiB,
                  redact_pii: bool = True, compression: grpc.Compression | None = None,
-                 headers: Sequence[tuple[str, str]] = (), write_ahead: bool = False) -> None:
+                 headers: Sequence[tuple[str, str]] = (), write_ahead: bool = False,
+                 spool_lock_wait_s: float = 0.0) -> None:
         self.endpoint = endpoint
         self.metrics = metrics
         self.max_spans, self.max_bytes = max_spans, max_bytes
@@ -69,7 +69,8 @@ class OtlpForwarder:
         self._encoding = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-encode")
         self.sender = Sender(endpoint, metrics, self.encoder, backoff=backoff or Backoff(),
                              timeout_s=timeout_s, compression=compression, headers=headers)
-        self.spool = Spool(spool_dir, spool_max_bytes) if spool_dir else None
+        self.spool = (Spool(spool_dir, spool_max_bytes, spool_lock_wait_s) if spool_dir
+                      else None)
         self._queue = SendQueue(batch_spans, batch_bytes)
         if write_ahead and self.spool is None:
             raise ValueError("write_ahead needs spool_dir")
@@ -77,7 +78,7 @@ class OtlpForwarder:
                         if write_ahead and self.spool is not None else None)
         self._inflight: set[SendBatch] = set()
         self._reading: set[Path] = set()  # spool files a worker is reading, not yet in flight
-        self._spool_retry_at = 0.0  # monotonic time before which the spool is not tried
+        self._probe = SpaceProbe()  # the pause after a failed spool write
         self._wakeup = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
         self._closing = self._closed = False
@@ -136,6 +137,8 @@ class OtlpForwarder:
         self._update_gauges()
         await self.sender.close()
         self._encoding.shutdown(wait=False)
+        if self.spool is not None:
+            self.spool.close()  # a successor may take the directory now
 
     # --- introspection (tests, status) ---------------------------------------------
     @property
@@ -148,10 +151,11 @@ class OtlpForwarder:
 
     # --- admission -----------------------------------------------------------------
     def _spool_usable(self, pending: int = 0) -> bool:
-        # After a failed write (disk full, read-only) the spool is left out for a while, so
-        # backpressure holds instead of piling the overflow up in memory.
+        # After a failed write (disk full, read-only) the spool is left out for a short,
+        # growing pause (probe.py), so backpressure holds instead of piling the overflow
+        # up in memory, and ingest resumes soon after the disk has room.
         return (self.spool is not None and self.spool.has_room(pending)
-                and time.monotonic() >= self._spool_retry_at)
+                and self._probe.usable())
 
     async def _write_ahead(self, commit: GroupCommit, items: list[Item]) -> None:
         if not items:
@@ -160,8 +164,9 @@ class OtlpForwarder:
         written = await commit.write(items)
         self._update_gauges()
         if not written:  # not taken: the sender retries; the spool is left out a while
-            self._spool_retry_at = time.monotonic() + SPOOL_RETRY_S
+            self._probe.failed()
             raise Backpressure(self.name)
+        self._probe.succeeded()
         self._wakeup.set()
 
     async def _admit(self, items: list[Item]) -> None:
@@ -186,13 +191,13 @@ class OtlpForwarder:
         try:
             for batch in batches:
                 await loop.run_in_executor(None, self.spool.write, batch.spans, batch.data)
-        except OSError:
-            log.exception("cannot write to the spool %s; not using it for %g s",
-                          self.spool.directory, SPOOL_RETRY_S)
-            self._spool_retry_at = time.monotonic() + SPOOL_RETRY_S
+        except OSError as exc:
+            log.error("cannot write to the spool %s (%s); trying it again in %g s",
+                      self.spool.directory, exc, self._probe.failed())
             return False
         finally:
             self._update_gauges()
+        self._probe.succeeded()
         return True
 
     async def _save_or_drop(self, batches: list[SendBatch]) -> None:
@@ -230,6 +235,7 @@ class OtlpForwarder:
             if batch.path is not None and self.spool is not None:  # an unlink can take ms
                 await asyncio.get_running_loop().run_in_executor(None, self.spool.delete,
                                                                  batch.path)
+                self._probe.succeeded()  # room on the spool's disk: try it at once
 
     async def _next_batch(self) -> SendBatch | None:
         # Spool and memory take turns, so a long spool does not starve new spans.

@@ -6,6 +6,11 @@ written to a temporary name (``.tmp``, never read: removed at start), fsynced an
 renamed, then the directory is fsynced, so a crash leaves either the whole batch or
 nothing; it is deleted only once the backend has taken it. Blocking file I/O: the
 forwarder calls these methods from an executor thread.
+
+One process owns a spool directory (:mod:`llm_observe.dirlock`, taken before anything is
+read or deleted): a second collector on it stops at start with DirectoryBusy instead of
+numbering over the first one's files, and every ``.tmp`` found at start is a dead
+owner's interrupted write, never a live process's.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
+from llm_observe.dirlock import DirLock
+
 log = logging.getLogger(__name__)
 
 SUFFIX = ".otlp"
@@ -25,9 +32,12 @@ SUFFIX = ".otlp"
 class Spool:
     """A bounded directory of pending batches, oldest first. Thread-safe."""
 
-    def __init__(self, directory: str | os.PathLike[str], max_bytes: int) -> None:
+    def __init__(self, directory: str | os.PathLike[str], max_bytes: int,
+                 lock_wait_s: float = 0.0) -> None:
+        """Take the directory (DirectoryBusy if another process holds it after
+        ``lock_wait_s``), then list what a previous owner left."""
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.owner = DirLock(self.directory, "spool directory", lock_wait_s)
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._files: OrderedDict[Path, tuple[int, int]] = OrderedDict()  # path -> spans, bytes
@@ -41,10 +51,14 @@ class Spool:
                 self._next = max(self._next, int(seq) + 1)
             except (ValueError, OSError):
                 log.warning("ignoring unexpected file in the spool directory: %s", path)
-        for tmp in self.directory.glob("*.tmp"):  # a write interrupted by a crash
+        for tmp in self.directory.glob("*.tmp"):  # a dead owner's interrupted write
             tmp.unlink(missing_ok=True)
         if self._files:
             log.info("spool %s holds %d spans from a previous run", self.directory, self.spans)
+
+    def close(self) -> None:
+        """Give the directory up (the next owner may start); the files stay."""
+        self.owner.release()
 
     def _add(self, path: Path, spans: int, size: int) -> None:
         self._files[path] = (spans, size)

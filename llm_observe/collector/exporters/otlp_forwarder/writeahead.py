@@ -54,9 +54,10 @@ class GroupCommit:
                 try:
                     await loop.run_in_executor(None, self.spool.write_many, files)
                     ok = True
-                except Exception:  # OSError; RuntimeError if the executor is shut down
-                    log.exception("cannot write %d spans to the spool %s",
-                                  sum(spans for spans, _ in files), self.spool.directory)
+                except Exception as exc:  # OSError; RuntimeError if the executor is gone
+                    # one line, no traceback: a full disk fails a round every probe
+                    log.error("cannot write %d spans to the spool %s: %s",
+                              sum(spans for spans, _ in files), self.spool.directory, exc)
                     ok = False
                 finally:
                     self.pending_bytes -= sum(len(item.data) for item in items)
