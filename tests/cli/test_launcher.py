@@ -197,7 +197,8 @@ def test_status_says_running_or_not_in_one_line(docker: FakeDocker,
     capsys.readouterr()
     assert cli("status") == 0
     assert capsys.readouterr().out == (
-        "llm-observe: running (container llm-observe, image llmobserve/llm-observe:v1.8.2)\n")
+        "llm-observe: running (container llm-observe, image llmobserve/llm-observe:v1.8.2, "
+        "engine docker)\n")
     docker.set(container={"status": "exited", "image": "llmobserve/llm-observe:v1.8.2"})
     assert cli("status") == launcher.NOT_RUNNING
     assert capsys.readouterr().out == "llm-observe: not running (container llm-observe is exited)\n"
@@ -216,13 +217,16 @@ def test_stop_removes_the_container_and_keeps_the_volume(
     assert "not running" in capsys.readouterr().out
 
 
-def test_start_when_running_does_not_start_a_second_one(
+def test_start_when_running_does_not_start_a_second_one_and_says_so_in_one_line(
         docker: FakeDocker, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli("start") == 0
+    capsys.readouterr()
     assert cli("start") == 0
     assert [c[0] for c in docker.calls].count("run") == 1
-    out = capsys.readouterr().out
-    assert "already running" in out and "password Zr7-generated-pw" in out
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line == ("llm-observe: already running (container llm-observe, image "
+                    "llmobserve/llm-observe:v1.8.2); `llm-observe stop` first to start it "
+                    "again or change its options")
 
 
 def test_start_recreates_a_stopped_container(docker: FakeDocker) -> None:
