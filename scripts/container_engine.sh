@@ -16,6 +16,7 @@
 #   3. podman only: run the base once; if it fails, find which of runtime=runc and
 #      default_ulimits (at this host's hard limits) makes it run and add just those keys
 #      to containers.conf -- a key the user already set is never touched.
+#   +  docker-compose from Debian when no compose is installed (the compose files' check);
 #   4. build --target local, tagged llmobserve/llm-observe:local (skipped when the
 #      image's source label matches the checkout's files).
 # Prints the engine's name as its last line on stdout (the tests read it).
@@ -154,6 +155,13 @@ if [ "$engine" = podman ]; then
     done
     runs || { echo "container_engine.sh: no container engine: podman still cannot run a container with $conf"; exit 0; }
   fi
+fi
+
+# --- the compose check's tool (tests/container/test_compose.py): Debian's docker-compose
+# reads a compose file with `config` and no daemon; Debian's podman-compose 1.0.3 cannot.
+if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null 2>&1; then
+  apt_install docker-compose && say "installed docker-compose (to check the compose files)" \
+    || say "docker-compose not installable: the compose files' check will skip"
 fi
 
 # --- 4. the local image ----------------------------------------------------------------
