@@ -129,8 +129,11 @@ conf_add() {  # conf_add FILE SECTION LINE: add LINE under [SECTION], creating e
   say "added to $file [$section]: $line"
 }
 if [ "$engine" = podman ]; then
+  # the file podman reads: $CONTAINERS_CONF when set (podman's own override), else the
+  # system one for root, the user's one otherwise
   conf=/etc/containers/containers.conf
   [ "$(id -u)" = 0 ] || conf=${XDG_CONFIG_HOME:-$HOME/.config}/containers/containers.conf
+  conf=${CONTAINERS_CONF:-$conf}
   runs() { podman run --rm --network none "$@" "$BASE" true >/dev/null 2>&1; }
   if ! runs; then
     nofile=$(ulimit -Hn); nproc=$(ulimit -Hu)
@@ -175,6 +178,7 @@ if [ "$build" = 1 ]; then
               | sha256sum | cut -c1-16)
   have=$($engine image inspect --format '{{index .Config.Labels "io.llm-observe.source"}}' \
          "$IMAGE" 2>/dev/null || true)
+  have_id=$($engine image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
   if [ "$have" = "$source_id" ]; then
     say "image $IMAGE is up to date with the checkout ($(elapsed))"
   else
@@ -187,10 +191,15 @@ if [ "$build" = 1 ]; then
     say "building $IMAGE (target local)"
     fmt=()  # podman's default OCI format drops HEALTHCHECK
     [ "$engine" = podman ] && fmt=(--format docker)
+    log=$ctx.log  # the build's chatter, shown only when it fails
+    trap 'rm -rf "$ctx" "$log"' EXIT
     $engine build "${fmt[@]}" --target local --build-arg "BASE_IMAGE=$BASE" \
       --label "io.llm-observe.source=$source_id" -t "$IMAGE" -f "$ctx/docker/Dockerfile" "$ctx" \
-      >&2
+      >"$log" 2>&1 || { tail -40 "$log" >&2; say "build failed (above: the last 40 lines)"; exit 1; }
     say "built $IMAGE ($(elapsed))"
+    # the image this build replaced keeps its own layers (the dependencies' ~700 MB)
+    [ -z "$have_id" ] || [ "$have_id" = "$($engine image inspect --format '{{.Id}}' "$IMAGE")" ] \
+      || $engine rmi "$have_id" >/dev/null 2>&1 || true
   fi
 fi
 echo "$engine"
