@@ -70,18 +70,33 @@ if [ -z "$engine" ]; then
   else engine=podman
   fi
 fi
+# what later steps need from apt, installed with the engine in one apt-get run: the base
+# image's debootstrap, and a compose that has `config` (Debian's docker-compose; Debian's
+# podman-compose 1.0.3 has none) for the compose files' check -- that one is optional
+extra=()
+command -v debootstrap >/dev/null 2>&1 || extra+=(debootstrap)
+compose=()
+docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 \
+  || compose=(docker-compose)
+install_with_extras() {  # install_with_extras PKG...: with the extras; without compose if need be
+  apt_install "$@" "${extra[@]}" "${compose[@]}" \
+    || { [ ${#compose[@]} = 0 ] || apt_install "$@" "${extra[@]}"; } || return 1
+  extra=()
+  command -v docker-compose >/dev/null 2>&1 && compose=()
+  return 0
+}
 case "$engine" in
   podman)
     if ! command -v podman >/dev/null 2>&1; then
       say "installing podman from the distribution (apt-get)"
       # runc as well as crun: crun fails on hosts with hybrid cgroups (step 3)
-      apt_install podman runc uidmap slirp4netns fuse-overlayfs \
+      install_with_extras podman runc uidmap slirp4netns fuse-overlayfs \
         || { echo "container_engine.sh: no container engine: podman is not installed and apt-get cannot install it here (needs Debian/Ubuntu and root)"; exit 0; }
     fi ;;
   docker)
     if ! command -v dockerd >/dev/null 2>&1 && ! docker_up; then
       say "installing docker.io from the distribution (apt-get)"
-      apt_install docker.io \
+      install_with_extras docker.io \
         || { echo "container_engine.sh: no container engine: docker.io is not installed and apt-get cannot install it here (needs Debian/Ubuntu and root)"; exit 0; }
     fi
     start_dockerd || { echo "container_engine.sh: no container engine: the docker daemon does not start (see /var/log/llm-observe-dockerd.log)"; exit 0; }
@@ -92,8 +107,7 @@ say "engine: $engine ($(elapsed))"
 
 # --- 2. the base image ---------------------------------------------------------------
 if ! $engine image inspect "$BASE" >/dev/null 2>&1; then
-  command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap \
-    || { say "cannot install debootstrap"; exit 1; }
+  [ ${#extra[@]} = 0 ] || apt_install "${extra[@]}" || { say "cannot install debootstrap"; exit 1; }
   root=$(mktemp -d /var/tmp/llm-observe-base.XXXXXX)
   trap '$sudo_ rm -rf "$root"' EXIT
   say "debootstrap $SUITE (minbase) into $root"
@@ -160,9 +174,8 @@ if [ "$engine" = podman ]; then
   fi
 fi
 
-# --- the compose check's tool (tests/container/test_compose.py): Debian's docker-compose
-# reads a compose file with `config` and no daemon; Debian's podman-compose 1.0.3 cannot.
-if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null 2>&1; then
+# --- the compose check's tool (tests/container/test_compose.py), if not installed above
+if [ ${#compose[@]} != 0 ]; then
   apt_install docker-compose && say "installed docker-compose (to check the compose files)" \
     || say "docker-compose not installable: the compose files' check will skip"
 fi
