@@ -57,6 +57,12 @@ class Engine:
         status, _, image = out.partition(" ")
         return status, image
 
+    def label(self, image: str, key: str) -> str:
+        """The value of label ``key`` of ``image`` ("" when absent or not inspectable)."""
+        rc, out, _ = self("image", "inspect", "--format",
+                          f'{{{{index .Config.Labels "{key}"}}}}', image)
+        return out if rc == 0 and out != "<no value>" else ""
+
     def read_file(self, name: str, path: str, wait_s: float) -> str | None:
         """The content of ``path`` in the running container, polled until ``wait_s``."""
         deadline = time.monotonic() + wait_s
@@ -79,8 +85,7 @@ def find_engine(requested: str | None = None) -> tuple[Engine | None, str]:
     names = (wanted,) if wanted else ENGINES
     installed = [path for path in (shutil.which(n) for n in names) if path]
     if not installed:
-        return None, (f"no container engine installed ({' or '.join(names)} not on PATH; "
-                      f"{SETUP_HINT})")
+        return None, (f"{' or '.join(names)} not installed ({SETUP_HINT})")
     reasons = []
     for path in installed:
         engine = Engine(path)

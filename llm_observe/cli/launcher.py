@@ -28,6 +28,7 @@ DEFAULT_IMAGE = "llmobserve/llm-observe"
 DEFAULT_TAG = f"v{__version__}"  # spec 9: version-pinned tag of this package's release
 DATA_DIR = "/var/lib/llm-observe"  # the container profile's state dir (provisioning/params.py)
 PASSWORD_FILE = f"{DATA_DIR}/grafana/admin-password"
+ABSENT_LABEL = "io.llm-observe.absent"  # programs an image lacks (docker/Dockerfile's local)
 CONFIG_MOUNT = "/etc/llm-observe/config"
 # the doors' bearer tokens, passed into the container when set here (docs/container.md)
 TOKEN_VARIABLES = ("LLM_OBSERVE_API_TOKEN", "LLM_OBSERVE_OTLP_TOKEN", "LLM_OBSERVE_METRICS_TOKEN")
@@ -135,6 +136,9 @@ def start(opts: StackOptions, engine: Engine | None, why: str = "",
           f"data in volume {opts.volume})")
     password = engine.read_file(opts.name, PASSWORD_FILE, password_wait_s)
     print("\n".join(_urls(opts, password, engine.name)))
+    absent = engine.label(opts.image_ref, ABSENT_LABEL)
+    if absent:  # the local build: say so once, here, not only in the container log
+        print(f"  not in this image (a local build): {absent}; their URLs do not answer")
     return 0
 
 

@@ -40,6 +40,8 @@ elif cmd == "container" and args[1] == "inspect":
         print("Error: No such container: " + args[-1], file=sys.stderr)
         sys.exit(1)
     print(box["status"] + " " + box["image"])
+elif cmd == "image" and args[1] == "inspect":
+    print(state.get("absent", ""))  # the io.llm-observe.absent label of the image
 elif cmd == "run":
     if state.get("port_busy"):
         print("docker: Error response from daemon: port is already allocated.", file=sys.stderr)
@@ -130,6 +132,7 @@ def test_start_runs_the_exact_container_and_prints_the_password(
     assert "REST API    http://localhost:8002/v1" in out
     assert "OTLP HTTP   http://localhost:4318/v1/traces" in out
     assert "admin/admin" not in out
+    assert "not in this image" not in out  # a full image lacks nothing
 
 
 def test_start_options_change_ports_name_image_and_mounts(
@@ -232,7 +235,7 @@ def test_start_when_running_does_not_start_a_second_one_and_says_so_in_one_line(
 def test_start_recreates_a_stopped_container(docker: FakeDocker) -> None:
     docker.set(container={"status": "exited", "image": "llmobserve/llm-observe:v1.8.1"})
     assert cli("start") == 0
-    assert docker.commands() == ["version", "inspect", "rm", "run", "exec"]
+    assert docker.commands() == ["version", "inspect", "rm", "run", "exec", "image"]
     assert docker.state["container"]["image"] == "llmobserve/llm-observe:v1.8.2"
 
 
@@ -266,3 +269,14 @@ def test_the_doors_tokens_are_passed_into_the_container_by_name_never_by_value(
     assert not any("secret" in arg for arg in run)
     assert "0.0.0.0:8002:8000" in run
     assert "published on 0.0.0.0" in capsys.readouterr().out
+
+
+def test_start_says_in_one_line_what_a_local_image_lacks(
+        docker: FakeDocker, capsys: pytest.CaptureFixture[str]) -> None:
+    docker.set(absent="grafana tempo loki alloy")
+    assert cli("start", "--tag", "local") == 0
+    assert ["image", "inspect", "--format", '{{index .Config.Labels "io.llm-observe.absent"}}',
+            "llmobserve/llm-observe:local"] in docker.calls
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "not in this image" in ln]
+    assert lines == ["  not in this image (a local build): grafana tempo loki alloy; "
+                     "their URLs do not answer"]

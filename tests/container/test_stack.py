@@ -73,6 +73,12 @@ def test_start_publishes_on_loopback_and_prints_the_password(stack: Stack) -> No
     stack.start_out = done.stdout
     assert f"started (container {stack.name}, image {IMAGE}:{TAG}" in done.stdout
     assert "published on 127.0.0.1 only" in done.stdout
+    # the local build says what it lacks: `start` in one line, the entrypoint in its log
+    absent = "not in this image (a local build): grafana tempo loki alloy"
+    assert [ln for ln in done.stdout.splitlines() if "not in this image" in ln] == [
+        f"  {absent}; their URLs do not answer"]
+    stack.wait("the entrypoint's line", lambda: f"llm-observe: {absent}; starting the rest"
+               in "".join(stack.engine("logs", stack.name)[1:]))
     (password,) = PASSWORD.findall(done.stdout)
     assert len(password) >= 20
     stack.notes["password"] = password
