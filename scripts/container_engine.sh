@@ -187,7 +187,7 @@ if [ "$build" = 1 ]; then
   # .dockerignore, and a checkout's .venv would otherwise be sent too.
   paths=$(sed -n 's/^!\(.*\)$/\1/p' docker/Dockerfile.dockerignore | sed 's#/\*\*$##')
   # shellcheck disable=SC2086
-  source_id=$(find $paths -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum \
+  source_id=$(find docker/Dockerfile $paths -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum \
               | sha256sum | cut -c1-16)
   have=$($engine image inspect --format '{{index .Config.Labels "io.llm-observe.source"}}' \
          "$IMAGE" 2>/dev/null || true)
