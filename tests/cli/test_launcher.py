@@ -280,3 +280,38 @@ def test_start_says_in_one_line_what_a_local_image_lacks(
     lines = [ln for ln in capsys.readouterr().out.splitlines() if "not in this image" in ln]
     assert lines == ["  not in this image (a local build): grafana tempo loki alloy; "
                      "their URLs do not answer"]
+
+
+def test_podman_is_preferred_when_it_answers_and_engine_chooses(
+        docker: FakeDocker, capsys: pytest.CaptureFixture[str]) -> None:
+    podman = docker.dir / "podman"
+    podman.write_text("#!/bin/sh\necho 'Error: unable to connect to Podman socket' >&2\n"
+                      "exit 125\n")
+    podman.chmod(0o755)
+    assert cli("start") == 0  # podman does not answer: docker does the work
+    capsys.readouterr()
+    assert cli("status") == 0
+    assert capsys.readouterr().out.endswith(", engine docker)\n")
+    podman.write_text(FAKE_DOCKER.format(python=sys.executable))  # now podman answers
+    assert cli("status") == 0
+    assert capsys.readouterr().out.endswith(", engine podman)\n")
+    assert cli("status", "--engine", "docker") == 0
+    assert capsys.readouterr().out.endswith(", engine docker)\n")
+
+
+def test_no_daemon_is_said_in_one_line_naming_each_engine(
+        docker: FakeDocker, capsys: pytest.CaptureFixture[str]) -> None:
+    docker.set(engine=False)
+    podman = docker.dir / "podman"
+    podman.write_text("#!/bin/sh\necho 'Error: unable to connect to Podman socket' >&2\n"
+                      "exit 125\n")
+    podman.chmod(0o755)
+    assert cli("stop") == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert ("podman is installed but it does not answer: Error: unable to connect to Podman "
+            "socket; docker is installed but its daemon does not answer: Cannot connect to "
+            "the Docker daemon at unix:///var/run/docker.sock.") in line
+    assert cli("status", "--engine", "podman") == launcher.NOT_RUNNING
+    assert capsys.readouterr().out == (
+        "llm-observe: not running (no container engine reachable: podman is installed but it "
+        "does not answer: Error: unable to connect to Podman socket)\n")
