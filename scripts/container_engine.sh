@@ -207,7 +207,7 @@ if [ "$build" = 1 ]; then
     log=$ctx.log  # the build's chatter, shown only when it fails
     trap 'rm -rf "$ctx" "$log"' EXIT
     $engine build "${fmt[@]}" --target local --build-arg "BASE_IMAGE=$BASE" \
-      --label "io.llm-observe.source=$source_id" -t "$IMAGE" -f "$ctx/docker/Dockerfile" "$ctx" \
+      --build-arg "LLM_OBSERVE_SOURCE=$source_id" -t "$IMAGE" -f "$ctx/docker/Dockerfile" "$ctx" \
       >"$log" 2>&1 || { tail -40 "$log" >&2; say "build failed (above: the last 40 lines)"; exit 1; }
     say "built $IMAGE ($(elapsed))"
     # the image this build replaced keeps its own layers (the dependencies' ~700 MB)
