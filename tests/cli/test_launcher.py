@@ -40,6 +40,8 @@ elif cmd == "container" and args[1] == "inspect":
         print("Error: No such container: " + args[-1], file=sys.stderr)
         sys.exit(1)
     print(box["status"] + " " + box["image"])
+elif cmd == "image" and args[1] == "inspect":
+    print(state.get("absent", ""))  # the io.llm-observe.absent label of the image
 elif cmd == "run":
     if state.get("port_busy"):
         print("docker: Error response from daemon: port is already allocated.", file=sys.stderr)
@@ -130,6 +132,7 @@ def test_start_runs_the_exact_container_and_prints_the_password(
     assert "REST API    http://localhost:8002/v1" in out
     assert "OTLP HTTP   http://localhost:4318/v1/traces" in out
     assert "admin/admin" not in out
+    assert "not in this image" not in out  # a full image lacks nothing
 
 
 def test_start_options_change_ports_name_image_and_mounts(
@@ -197,7 +200,8 @@ def test_status_says_running_or_not_in_one_line(docker: FakeDocker,
     capsys.readouterr()
     assert cli("status") == 0
     assert capsys.readouterr().out == (
-        "llm-observe: running (container llm-observe, image llmobserve/llm-observe:v1.8.2)\n")
+        "llm-observe: running (container llm-observe, image llmobserve/llm-observe:v1.8.2, "
+        "engine docker)\n")
     docker.set(container={"status": "exited", "image": "llmobserve/llm-observe:v1.8.2"})
     assert cli("status") == launcher.NOT_RUNNING
     assert capsys.readouterr().out == "llm-observe: not running (container llm-observe is exited)\n"
@@ -216,19 +220,22 @@ def test_stop_removes_the_container_and_keeps_the_volume(
     assert "not running" in capsys.readouterr().out
 
 
-def test_start_when_running_does_not_start_a_second_one(
+def test_start_when_running_does_not_start_a_second_one_and_says_so_in_one_line(
         docker: FakeDocker, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli("start") == 0
+    capsys.readouterr()
     assert cli("start") == 0
     assert [c[0] for c in docker.calls].count("run") == 1
-    out = capsys.readouterr().out
-    assert "already running" in out and "password Zr7-generated-pw" in out
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line == ("llm-observe: already running (container llm-observe, image "
+                    "llmobserve/llm-observe:v1.8.2); `llm-observe stop` first to start it "
+                    "again or change its options")
 
 
 def test_start_recreates_a_stopped_container(docker: FakeDocker) -> None:
     docker.set(container={"status": "exited", "image": "llmobserve/llm-observe:v1.8.1"})
     assert cli("start") == 0
-    assert docker.commands() == ["version", "inspect", "rm", "run", "exec"]
+    assert docker.commands() == ["version", "inspect", "rm", "run", "exec", "image"]
     assert docker.state["container"]["image"] == "llmobserve/llm-observe:v1.8.2"
 
 
@@ -262,3 +269,49 @@ def test_the_doors_tokens_are_passed_into_the_container_by_name_never_by_value(
     assert not any("secret" in arg for arg in run)
     assert "0.0.0.0:8002:8000" in run
     assert "published on 0.0.0.0" in capsys.readouterr().out
+
+
+def test_start_says_in_one_line_what_a_local_image_lacks(
+        docker: FakeDocker, capsys: pytest.CaptureFixture[str]) -> None:
+    docker.set(absent="grafana tempo loki alloy")
+    assert cli("start", "--tag", "local") == 0
+    assert ["image", "inspect", "--format", '{{index .Config.Labels "io.llm-observe.absent"}}',
+            "llmobserve/llm-observe:local"] in docker.calls
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "not in this image" in ln]
+    assert lines == ["  not in this image (a local build): grafana tempo loki alloy; "
+                     "their URLs do not answer"]
+
+
+def test_podman_is_preferred_when_it_answers_and_engine_chooses(
+        docker: FakeDocker, capsys: pytest.CaptureFixture[str]) -> None:
+    podman = docker.dir / "podman"
+    podman.write_text("#!/bin/sh\necho 'Error: unable to connect to Podman socket' >&2\n"
+                      "exit 125\n")
+    podman.chmod(0o755)
+    assert cli("start") == 0  # podman does not answer: docker does the work
+    capsys.readouterr()
+    assert cli("status") == 0
+    assert capsys.readouterr().out.endswith(", engine docker)\n")
+    podman.write_text(FAKE_DOCKER.format(python=sys.executable))  # now podman answers
+    assert cli("status") == 0
+    assert capsys.readouterr().out.endswith(", engine podman)\n")
+    assert cli("status", "--engine", "docker") == 0
+    assert capsys.readouterr().out.endswith(", engine docker)\n")
+
+
+def test_no_daemon_is_said_in_one_line_naming_each_engine(
+        docker: FakeDocker, capsys: pytest.CaptureFixture[str]) -> None:
+    docker.set(engine=False)
+    podman = docker.dir / "podman"
+    podman.write_text("#!/bin/sh\necho 'Error: unable to connect to Podman socket' >&2\n"
+                      "exit 125\n")
+    podman.chmod(0o755)
+    assert cli("stop") == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert ("podman is installed but it does not answer: Error: unable to connect to Podman "
+            "socket; docker is installed but its daemon does not answer: Cannot connect to "
+            "the Docker daemon at unix:///var/run/docker.sock.") in line
+    assert cli("status", "--engine", "podman") == launcher.NOT_RUNNING
+    assert capsys.readouterr().out == (
+        "llm-observe: not running (no container engine reachable: podman is installed but it "
+        "does not answer: Error: unable to connect to Podman socket)\n")

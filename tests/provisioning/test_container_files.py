@@ -187,7 +187,15 @@ def entrypoint_env(tmp_path: Path) -> dict[str, str]:
         "if k.startswith('LLM_OBSERVE_')}}))\n")
     for exe in (shim, fake_supervisord):
         exe.chmod(0o755)
+    # the image's programs, all present: a fake tree the entrypoint looks them up in
+    for section in programs().values():
+        argv = shlex.split(section["command"])
+        program = tmp_path / "image" / (argv[1] if argv[0] == WAIT else argv[0]).lstrip("/")
+        program.parent.mkdir(parents=True, exist_ok=True)
+        program.write_text("#!/bin/sh\n")
+        program.chmod(0o755)
     return {
+        "LLM_OBSERVE_PROGRAM_ROOT": str(tmp_path / "image"),
         "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT),
         "LLM_OBSERVE_DATA_DIR": str(tmp_path / "data"),
         "LLM_OBSERVE_LOG_DIR": str(tmp_path / "logs"),
@@ -224,6 +232,31 @@ def test_entrypoint_generates_the_password_once_and_renders_then_execs_superviso
     second = start()  # a restart keeps the password and does not print it again
     assert pw_file.read_text().strip() == password
     assert password not in second
+
+
+def test_an_image_without_the_grafana_family_runs_the_rest_and_says_so_in_one_line(
+        entrypoint_env: dict[str, str], tmp_path: Path) -> None:
+    for gone in ("usr/share/grafana/bin/grafana", "usr/local/bin/tempo", "usr/bin/loki",
+                 "usr/bin/alloy"):
+        (tmp_path / "image" / gone).unlink()
+    env = {k: v for k, v in entrypoint_env.items() if k != "LLM_OBSERVE_TEMPO_ENDPOINT"}
+    done = subprocess.run(["sh", str(DOCKER / "entrypoint.sh")], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    (line,) = [ln for ln in done.stdout.splitlines() if "not in this image" in ln]
+    assert line == "llm-observe: not in this image (a local build): grafana tempo loki alloy; " \
+        "starting the rest"
+    ran = json.loads((tmp_path / "supervisord.json").read_text())
+    conf_path = ran["argv"][-1]
+    assert conf_path == str(tmp_path / "prov/supervisord.conf")
+    conf = configparser.ConfigParser(interpolation=None)
+    conf.read(conf_path)
+    assert {s for s in conf.sections() if s.startswith("program:")} == {
+        "program:collector", "program:prometheus"}
+    assert conf["supervisord"]["nodaemon"] == "true"
+    # no Grafana to wait for, no Tempo to forward to (empty = off in the collector settings)
+    assert ran["env"]["LLM_OBSERVE_GRAFANA_WAIT_S"] == "0"
+    assert ran["env"]["LLM_OBSERVE_TEMPO_ENDPOINT"] == ""
 
 
 def test_entrypoint_renders_the_alert_rules_with_a_mounted_alerts_file(
@@ -287,6 +320,12 @@ def test_wait_for_grafana_holds_the_program_until_migrations_finish(grafana_heal
     done = _wait_run(grafana_health, "60")
     assert done.returncode == 0 and done.stdout == "started\n"
     assert _Health.calls == 3 and done.stderr == ""
+
+
+def test_wait_for_grafana_with_a_limit_of_zero_does_not_ask(grafana_health: str) -> None:
+    done = _wait_run(grafana_health, "0")
+    assert done.returncode == 0 and done.stdout == "started\n" and done.stderr == ""
+    assert _Health.calls == 0
 
 
 def test_wait_for_grafana_starts_the_program_anyway_after_its_limit() -> None:
