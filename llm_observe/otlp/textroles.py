@@ -33,6 +33,7 @@ from llm_observe.otlp import textjson
 from llm_observe.otlp.textkeys import (
     EXACT,
     INDEXED,
+    JSON_METADATA,
     OURS,
     SYSTEM,
     TEMPLATES,
@@ -128,13 +129,13 @@ def _key_role(attrs: Any, key: str, which: Which, default: str) -> tuple[str, in
         return r.SYSTEM, -1
     role_key = f"{prefix}{index}.message.role" if prefix.startswith("llm.") \
         else f"{prefix}{index}.role"
-    raw = attrs[role_key] if role_key in attrs else None
+    raw = attrs.get(role_key)
     return r.role_of(decode_value(raw) if raw is not None else None), int(index)
 
 
 def _event_role(event: Any, default: str) -> tuple[str, int]:
     role = _EVENT_ROLES.get(event.name, default)
-    raw = event.attributes["role"] if "role" in event.attributes else None
+    raw = event.attributes.get("role")
     if raw is not None:
         named = r.role_of(decode_value(raw))
         if named != r.UNKNOWN:
@@ -177,7 +178,7 @@ def _walk(node: Any, at: str | int | None, role: str, index: int, depth: int,
         items = node.items()
     else:
         blob, items = False, enumerate(node)
-    meta = textjson.JSON_METADATA
+    meta = JSON_METADATA
     for key, value in items:
         if isinstance(value, str):
             if not value or key in meta or textjson.is_binary(value) or (
@@ -194,7 +195,7 @@ def _walk(node: Any, at: str | int | None, role: str, index: int, depth: int,
 
 def sdk_segments(attrs: Any, text: str) -> list[Segment] | None:
     """Our SDK's role list for ``llm_observe.prompt``, or None when absent or malformed."""
-    raw = attrs[sc.PROMPT_ROLES] if sc.PROMPT_ROLES in attrs else None
+    raw = attrs.get(sc.PROMPT_ROLES)
     value = decode_value(raw) if raw is not None else None
     if not isinstance(value, list) or not value or len(value) > len(text) + 1:
         return None
@@ -202,17 +203,17 @@ def sdk_segments(attrs: Any, text: str) -> list[Segment] | None:
     for item in value:
         if type(item) is not str:
             return None
-        name, _, start = item.rpartition(":")
-        if not start.isdigit() or len(start) > 18:
+        name, _, digits = item.rpartition(":")
+        if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
             return None
-        at = int(start)
+        at = int(digits)
         if at > len(text) or (at < starts[-1][0] if starts else at != 0):
             return None
         starts.append((at, r.role_of(name)))
-    out = []
-    for i, (start, role) in enumerate(starts):
+    out: list[Segment] = []
+    for i, (at, role) in enumerate(starts):
         end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
-        out.append((start, end, role, i))
+        out.append((at, end, role, i))
     return out
 
 

@@ -84,7 +84,7 @@ def runs(text: str, segments: Sequence[r.Segment], default: str) -> list[Run]:
     cover: list[r.Segment] = []
     at, size = 0, len(text)
     for start, end, role, index in segments:
-        start, end = max(start, at), min(end, size)
+        start, end = min(max(start, at), size), min(end, size)
         if start > at and not text[at:start].isspace():
             cover.append((at, start, default, -1))
         if end > start:
@@ -99,7 +99,7 @@ def runs(text: str, segments: Sequence[r.Segment], default: str) -> list[Run]:
         start, end, role, index = seg
         if out:
             p_start, _, p_role, p_index, p_parts = out[-1]
-            if r.untrusted(role) and (role, index) == (p_role, p_index) or (
+            if (r.untrusted(role) and (role, index) == (p_role, p_index)) or (
                     not r.untrusted(role) and not r.untrusted(p_role)):
                 out[-1] = (p_start, end, p_role, p_index, (*p_parts, seg))
                 continue
