@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import Tracer
 
 from tests.fakes.otlp_sink import OtlpSink
+from tests.fakes.provider import FakeProvider
 from tests.receiver.conftest import Stack, export, llm_span, record_spans
 
 DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "benign_roles.yaml").read_text())
@@ -30,6 +32,7 @@ CHAT = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
         "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 100,
         "gen_ai.usage.output_tokens": 20}
 SERVICE = "billing"
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network, before import
 
 
 def semconv_call(system: str, *turns: tuple[str, str]) -> dict[str, Any]:
@@ -97,3 +100,51 @@ async def test_a_flat_prompt_without_roles_stays_untrusted(stack: Stack,
     # OpenLIT's flat gen_ai.prompt: no way to tell the system part from the user part
     calls = [{**CHAT, "gen_ai.prompt": f"system: {SYSTEM_PROMPTS[0]}\nuser: {PLANTED}"}]
     assert await send(stack, sink, calls) == 1
+
+
+def _through_litellm(endpoint: str, base_url: str, messages: list[dict[str, str]]) -> Any:
+    """One completion through LiteLLM's real OTel callback (semconv messages), exported
+    by the SDK's gRPC exporter to the door; returns the provider to shut down."""
+    import litellm
+    from litellm.integrations.opentelemetry import OpenTelemetry, OpenTelemetryConfig
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
+    provider.add_span_processor(SimpleSpanProcessor(
+        OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=10)))
+    saved = litellm.callbacks
+    litellm.callbacks = [OpenTelemetry(config=OpenTelemetryConfig(exporter="console"),
+                                       tracer_provider=provider)]
+    try:
+        litellm.completion(model="openai/gpt-4o", api_base=base_url, api_key="k",
+                           messages=messages)
+    finally:
+        litellm.callbacks = saved
+    return provider
+
+
+# a long policy quoting "ignore previous instructions": flagged when scanned role-blind
+LOUD = next(e["text"] for e in DATA["benign"] if e["family"] == "long_policy")
+
+
+async def test_litellm_real_callback_a_loud_system_prompt_is_not_counted(
+        stack: Stack, sink: OtlpSink) -> None:
+    # One LiteLLM call per process: a second callback instance exports nothing (LiteLLM
+    # keeps its callback state); the same messages shape with a planted user turn is
+    # counted in the semconv tests above.
+    pytest.importorskip("litellm")
+    messages = [{"role": "system", "content": LOUD}, {"role": "user", "content": QUESTION}]
+    with FakeProvider() as fake:
+        provider = await asyncio.to_thread(_through_litellm, stack.endpoint,
+                                           fake.openai_base_url, messages)
+        try:
+            await sink.wait_for_spans(2, timeout=30)  # the call and its raw child
+        finally:
+            await asyncio.to_thread(provider.shutdown)
+    m = stack.metrics()
+    assert m("llm_spans_total", model="gpt-4o", provider="openai", service_name=SERVICE,
+             status="success", has_retries="false") == 1
+    assert not m.get("llm_injection_attempts_total", service_name=SERVICE)
