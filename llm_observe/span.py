@@ -127,10 +127,7 @@ class LlmSpan:
     # characters of prompt_text / completion_text the scan stage read, for a side it cut at
     # its bound (a side absent was read whole): the forwarder redacts the rest whole
     scanned_chars: dict[str, int] = field(default_factory=dict)
-    # who wrote each part of prompt_text / completion_text: (start, end, role, message
-    # index) by side (scan/roles.py); a side absent has one role throughout (prompt:
-    # unknown, completion: assistant)
-    text_roles: dict[str, list[tuple[int, int, str, int]]] | None = None
+    text_roles: dict[str, list[Any]] | None = None  # per side: scan/roles.py segments
     # the tool-call transition span this span hands over to (processors.toolchain)
     transition: TransitionSpan | None = None
     # where it came from ("api", "otlp", ...) and, for a span received in a request, its
