@@ -158,6 +158,31 @@ def cost(scanner: Scanner, n: int) -> None:
     emit(B, "semconv_read_and_scan", ratio, "x role-blind", spans=n, new_us=a / n * 1e6,
          old_us=b / n * 1e6)
 
+    # the receiver's read of our SDK's plain keys (the bench.receiver text spans):
+    # map_span reads them with texts.read as before; read_roles adds a call
+    plain = [_Span({"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                    "llm_observe.prompt": PROMPTS[i % len(PROMPTS)],
+                    "llm_observe.completion": COMPLETIONS[i % len(COMPLETIONS)]})
+             for i in range(n)]
+    p_plan = plan_for(plain[0].attributes)
+    sides = (p_plan.prompt_texts, p_plan.completion_texts)
+
+    def plain_blind() -> None:
+        for _ in range(10):
+            for s in plain:
+                for side in sides:
+                    texts.read(s, s.attributes, s.events, side)
+
+    def plain_roles() -> None:
+        for _ in range(10):
+            for s in plain:
+                for side in sides:
+                    texts.read_roles(s, s.attributes, s.events, side)
+
+    a, b, ratio = paired_ratio(plain_roles, plain_blind)
+    emit(B, "plain_read", ratio, "x role-blind", spans=n, new_us=a / n / 10 * 1e6,
+         old_us=b / n / 10 * 1e6)
+
 
 def main() -> None:
     patterns = load_patterns()

@@ -142,12 +142,14 @@ def map_span(span: Any, service_name: str,
         status = sc.STATUS_SUCCESS
     method = small(a[p.method]) if p.method else None
     prompt_roles = completion_roles = None
-    if p.texts_in_attrs or events:
+    prompt_text = completion_text = None
+    if events or p.prompt_texts.roles or p.completion_texts.roles:  # who wrote what
         prompt_text, prompt_roles = texts.read_roles(span, a, events, p.prompt_texts)
         completion_text, completion_roles = texts.read_roles(span, a, events,
                                                              p.completion_texts)
-    else:
-        prompt_text = completion_text = None
+    elif p.texts_in_attrs:  # one role a side (ours, OpenLIT's flat text): the plain read
+        prompt_text = texts.read(span, a, events, p.prompt_texts)
+        completion_text = texts.read(span, a, events, p.completion_texts)
     # In LlmSpan's field order (checked at import, see _WRITTEN).
     values = (
         model or actual or "unknown",

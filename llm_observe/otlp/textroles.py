@@ -92,7 +92,7 @@ def segments(span: Any, sources: list[Source], which: Which) -> list[Segment]:
             role, index = _key_role(span.attributes, source.key, which, default)
         walk = source.structured and (source.event is not None or source.key in _WALKED)
         if walk and which == "prompt":
-            piece_roles = leaf_roles(source.doc, role, index)
+            piece_roles = leaf_roles(source.doc, role, index, source.shared)
             if len(piece_roles) != len(source.pieces):  # cannot happen; never guess
                 piece_roles = [(role, index)] * len(source.pieces)
         else:
@@ -150,14 +150,31 @@ def _lower(current: str, proposed: str) -> str:
     return proposed
 
 
-def leaf_roles(doc: Any, role: str, index: int = -1) -> list[tuple[str, int]]:
+_CACHE_SIZE = 256
+# The reader shares one parsed document per repeated JSON value (system instructions,
+# tool definitions: textvalues._read_cache), so their roles are walked once. Keyed by
+# id(doc); the entry holds the doc, so the id cannot be reused while it is cached.
+_walked: dict[int, tuple[Any, str, int, list[tuple[str, int]]]] = {}
+
+
+def leaf_roles(doc: Any, role: str, index: int = -1, shared: bool = False
+               ) -> list[tuple[str, int]]:
     """(role, message index) of each text leaf of ``doc``, in :func:`textjson.leaves`
-    order (same leaves: a mismatch would be caught by the caller)."""
+    order (same leaves: a mismatch would be caught by the caller). ``shared``: ``doc`` is
+    the reader's cached, never mutated parse, so its answer is remembered (do not mutate
+    it either)."""
+    hit = _walked.get(id(doc)) if shared else None
+    if hit is not None and hit[0] is doc and hit[1] == role and hit[2] == index:
+        return hit[3]
     out: list[tuple[str, int]] = []
     try:
         _walk(doc, None, role, index, 0, out)
     except textjson.TooDeep:
-        return []
+        out = []
+    if shared:
+        if len(_walked) >= _CACHE_SIZE:
+            _walked.clear()
+        _walked[id(doc)] = (doc, role, index, out)
     return out
 
 
