@@ -34,9 +34,7 @@ from llm_observe.otlp.textkeys import (
     EXACT,
     INDEXED,
     JSON_METADATA,
-    OURS,
     SYSTEM,
-    TEMPLATES,
     TOOL_DEFINITIONS,
     Which,
 )
@@ -131,6 +129,12 @@ def _key_role(attrs: Any, key: str, which: Which, default: str) -> tuple[str, in
         else f"{prefix}{index}.role"
     raw = attrs.get(role_key)
     return r.role_of(decode_value(raw) if raw is not None else None), int(index)
+
+
+def event_has_role(event: Any) -> bool:
+    """Whether a content event names who wrote it (OpenLIT's ``gen_ai.content.prompt``
+    does not: its text is one flat prompt)."""
+    return event.name in _EVENT_ROLES or "role" in event.attributes
 
 
 def _event_role(event: Any, default: str) -> tuple[str, int]:
@@ -234,5 +238,5 @@ def sdk_segments(attrs: Any, text: str) -> list[Segment] | None:
     return out
 
 
-__all__ = ["OURS", "TEMPLATES", "Segment", "key_has_roles", "leaf_roles", "sdk_segments",
+__all__ = ["Segment", "event_has_role", "key_has_roles", "leaf_roles", "sdk_segments",
            "segments"]

@@ -152,8 +152,8 @@ def read_roles(span: Any, attrs: Any, events: Any, found_in: Candidates
                ) -> tuple[str | None, list[Segment] | None]:
     """:func:`read`, and who wrote each piece (:func:`textroles.segments`) when a key or
     a content event can say; None then means every piece has the side's default role."""
-    if not found_in.roles and not (events and found_in.which == PROMPT
-                                   and content_events(span, events)[PROMPT]):
+    if not found_in.roles and not (events and found_in.which == PROMPT and any(
+            textroles.event_has_role(e) for _, e in content_events(span, events)[PROMPT])):
         return read(span, attrs, events, found_in), None
     lay = layout(span, found_in, attrs, events)
     text = lay.text()
