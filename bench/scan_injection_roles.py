@@ -6,9 +6,11 @@
   the role rule (scan/roles.py) with the per-role thresholds of patterns.yaml. Per call:
   each system prompt + the benign user question, flattened (before) or as two messages
   (after). Recall on the planted instructions of the same file, per role.
-- Threshold sweep per untrusted role: false alarms on that role's benign texts and
-  recall on its planted ones (and on the hand-written attack families the classifier
-  was trained on, scripts/injection_data/attacks.txt: optimistic, shown for the trend).
+- Threshold sweep per untrusted role: false alarms on that role's benign texts (for
+  tool, also on CPython's pydoc_data topics cut into retrieved-document chunks, per
+  length band) and recall on its planted ones (and on the hand-written attack families
+  the classifier was trained on, scripts/injection_data/attacks.txt: optimistic, shown
+  for the trend).
 - Cost, paired rounds in one process: the scan stage on spans without roles (the
   ~200-character bench texts), role-aware vs role-blind; and read + scan of a GenAI
   semconv span (system instructions + 3 messages), role-aware vs role-blind.
@@ -19,6 +21,7 @@ Run: python -m bench.scan_injection_roles [--quick]
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -91,7 +94,26 @@ def trained_attacks() -> list[str]:
     return out + (["\n".join(block)] if block else [])
 
 
-def sweep(patterns: Any) -> None:
+def documents(limit: int) -> list[str]:
+    """Real documents as a retriever returns them: CPython's pydoc_data topics, cut at
+    paragraph bounds into chunks of about 200, 600 and 1,500 characters."""
+    from pydoc_data.topics import topics
+
+    out = []
+    for key in sorted(topics):
+        paragraphs = [p.strip() for p in re.split(r"\n\s*\n", topics[key])
+                      if len(p.strip()) > 40]
+        for target in (200, 600, 1500):
+            chunk = ""
+            for paragraph in paragraphs:
+                chunk = f"{chunk}\n\n{paragraph}" if chunk else paragraph
+                if len(chunk) >= target:
+                    out.append(chunk)
+                    chunk = ""
+    return out[:limit]
+
+
+def sweep(patterns: Any, docs: list[str]) -> None:
     attacks = trained_attacks()
     for role in ("user", "tool"):
         benign = [e["text"] for e in DATA["benign"] if e["role"] == role]
@@ -99,11 +121,22 @@ def sweep(patterns: Any) -> None:
         for threshold in (0.8323, 0.85, 0.9, 0.95, 0.99):
             roles = RoleScanner(Scanner(replace(patterns, classifier=ClassifierConfig(
                 thresholds=((role, threshold),)))))
+            by_band: dict[str, int] = defaultdict(int)
+            for doc in docs if role == "tool" else ():
+                by_band[band(doc)] += after(roles, doc, role)
             emit(B, "sweep", threshold, "threshold", role=role,
                  false_alarms=sum(after(roles, t, role) for t in benign), n_benign=len(benign),
+                 pydoc_false_alarms=dict(by_band),
                  planted=sum(after(roles, t, role) for t in planted), n_planted=len(planted),
                  trained_attacks=sum(after(roles, t, role) for t in attacks),
                  n_trained=len(attacks))
+
+
+def pydoc_bands(docs: list[str]) -> None:
+    counts: dict[str, int] = defaultdict(int)
+    for doc in docs:
+        counts[band(doc)] += 1
+    emit(B, "pydoc_documents", len(docs), "texts", bands=dict(counts))
 
 
 class _Span:
@@ -158,38 +191,15 @@ def cost(scanner: Scanner, n: int) -> None:
     emit(B, "semconv_read_and_scan", ratio, "x role-blind", spans=n, new_us=a / n * 1e6,
          old_us=b / n * 1e6)
 
-    # the receiver's read of our SDK's plain keys (the bench.receiver text spans):
-    # map_span reads them with texts.read as before; read_roles adds a call
-    plain = [_Span({"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-                    "llm_observe.prompt": PROMPTS[i % len(PROMPTS)],
-                    "llm_observe.completion": COMPLETIONS[i % len(COMPLETIONS)]})
-             for i in range(n)]
-    p_plan = plan_for(plain[0].attributes)
-    sides = (p_plan.prompt_texts, p_plan.completion_texts)
-
-    def plain_blind() -> None:
-        for _ in range(10):
-            for s in plain:
-                for side in sides:
-                    texts.read(s, s.attributes, s.events, side)
-
-    def plain_roles() -> None:
-        for _ in range(10):
-            for s in plain:
-                for side in sides:
-                    texts.read_roles(s, s.attributes, s.events, side)
-
-    a, b, ratio = paired_ratio(plain_roles, plain_blind)
-    emit(B, "plain_read", ratio, "x role-blind", spans=n, new_us=a / n / 10 * 1e6,
-         old_us=b / n / 10 * 1e6)
-
 
 def main() -> None:
     patterns = load_patterns()
     scanner = Scanner(patterns)
     roles = RoleScanner(scanner)
     false_alarms(scanner, roles)
-    sweep(patterns)
+    docs = documents(300 if quick() else 100_000)
+    pydoc_bands(docs)
+    sweep(patterns, docs)
     cost(scanner, 200 if quick() else 2_000)
 
 
