@@ -54,12 +54,13 @@ def after(roles: RoleScanner, text: str, role: str) -> bool:
                       ).injection_attempt
 
 
-def false_alarms(scanner: Scanner, roles: RoleScanner) -> None:
+def false_alarms(scanner: Scanner, roles: RoleScanner, docs: list[str]) -> None:
     groups: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
-    for e in DATA["benign"]:
-        for key in ((e["role"], band(e["text"])), (e["role"], "all")):
-            groups[key][0] += scanner.scan(e["text"]).injection_attempt
-            groups[key][1] += after(roles, e["text"], e["role"])
+    texts_by_role = [(e["role"], e["text"]) for e in DATA["benign"]]
+    for role, text in texts_by_role + [("tool (pydoc)", d) for d in docs]:
+        for key in ((role, band(text)), (role, "all")):
+            groups[key][0] += scanner.scan(text).injection_attempt
+            groups[key][1] += after(roles, text, role.split()[0])
             groups[key][2] += 1
     for (role, length), (before_n, after_n, n) in sorted(groups.items()):
         emit(B, "false_alarms", after_n / n, "share", role=role, band=length, n=n,
@@ -196,9 +197,9 @@ def main() -> None:
     patterns = load_patterns()
     scanner = Scanner(patterns)
     roles = RoleScanner(scanner)
-    false_alarms(scanner, roles)
     docs = documents(300 if quick() else 100_000)
     pydoc_bands(docs)
+    false_alarms(scanner, roles, docs)
     sweep(patterns, docs)
     cost(scanner, 200 if quick() else 2_000)
 
