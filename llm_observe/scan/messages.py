@@ -65,22 +65,27 @@ class RoleScanner:
             model=self.models[r.threshold_role(role)] if untrusted else None)
         if not result.findings:
             return []
-        if len(parts) <= 1 or untrusted:  # one message: one role and index
+        if len(parts) <= 1:  # one part: one role and index
             return [replace(f, start=f.start + start, end=f.end + start, role=role,
                             message=index) for f in result.findings]
         starts = [p[0] - start for p in parts]
         out = []
         for f in result.findings:
-            owner = parts[max(0, bisect_right(starts, f.start) - 1)]
-            out.append(replace(f, start=f.start + start, end=f.end + start, role=owner[2],
-                               message=owner[3]))
+            _, _, owner, at = parts[max(0, bisect_right(starts, f.start) - 1)]
+            if f.type == INJECTION and not r.untrusted(owner):  # a finding over the run
+                owner, at = role, index
+            out.append(replace(f, start=f.start + start, end=f.end + start, role=owner,
+                               message=at))
         return out
 
 
 def runs(text: str, segments: Sequence[r.Segment], default: str) -> list[Run]:
     """The runs to scan: ``text`` cut at segment bounds (text outside every segment has
     the default role, separators alone are skipped), consecutive trusted parts joined,
-    each untrusted message alone. Segments that overlap or leave the text are cut."""
+    each untrusted message alone. Segments that overlap or leave the text are cut.
+
+    At most :data:`MAX_RUNS` runs (each is a scan call): past that, the rest of the text
+    is one run, untrusted if any part of it is (its findings still name their part)."""
     cover: list[r.Segment] = []
     at, size = 0, len(text)
     for start, end, role, index in segments:
@@ -94,14 +99,23 @@ def runs(text: str, segments: Sequence[r.Segment], default: str) -> list[Run]:
             at = max(at, start)
     if at < size and not text[at:].isspace():
         cover.append((at, size, default, -1))
-    out: list[Run] = []
-    for seg in cover:
+    out: list[tuple[int, int, str, int, list[r.Segment]]] = []
+    for n, seg in enumerate(cover):
         start, end, role, index = seg
+        if len(out) == MAX_RUNS:  # the tail: one run
+            tail = cover[n - 1:]
+            out[-1] = (out[-1][0], tail[-1][1], r.UNKNOWN if any(
+                r.untrusted(s[2]) for s in tail) else r.SYSTEM, -1, [*out[-1][4], *cover[n:]])
+            break
         if out:
             p_start, _, p_role, p_index, p_parts = out[-1]
             if (r.untrusted(role) and (role, index) == (p_role, p_index)) or (
                     not r.untrusted(role) and not r.untrusted(p_role)):
-                out[-1] = (p_start, end, p_role, p_index, (*p_parts, seg))
+                p_parts.append(seg)
+                out[-1] = (p_start, end, p_role, p_index, p_parts)
                 continue
-        out.append((start, end, role, index, (seg,)))
-    return out
+        out.append((start, end, role, index, [seg]))
+    return [(start, end, role, index, tuple(parts)) for start, end, role, index, parts in out]
+
+
+MAX_RUNS = 512

@@ -140,3 +140,22 @@ def test_the_processor_reads_span_roles_and_cuts_them_with_the_text(scanner: Sca
     ScanProcessor(scanner).process([span])
     assert span.injection_attempt
     assert {(f.role, f.message) for f in span.findings} == {("user", 1)}
+
+
+def test_a_hostile_number_of_parts_costs_a_bounded_number_of_scans(scanner: Scanner) -> None:
+    # 60,000 one-word messages alternating trusted and untrusted: at most MAX_RUNS scan
+    # calls, the tail one untrusted run; findings still name their message.
+    parts = [("assistant" if i % 2 else "user", "ok") for i in range(60_000)]
+    parts[59_001] = ("tool", ATTACK)
+    text, segments = joined(*parts)
+    got = runs(text, segments, "unknown")
+    assert len(got) == 512 and got[-1][2] == "unknown" and got[-1][1] == len(text)
+    found = RoleScanner(scanner).scan(text, segments, "unknown")
+    assert {(f.role, f.message) for f in found if f.type == "injection"} == {("tool", 59_001)}
+    assert ScanResult(tuple(found)).injection_attempt
+    trusted = [("system", "ok")] * 60_000
+    trusted[-1] = ("system", ATTACK)
+    text, segments = joined(*trusted)
+    assert len(runs(text, segments, "unknown")) == 1  # joined in linear time
+    assert not ScanResult(tuple(RoleScanner(scanner).scan(text, segments, "unknown"))
+                          ).injection_attempt
