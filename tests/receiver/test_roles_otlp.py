@@ -59,20 +59,26 @@ def indexed_call(system: str, *turns: tuple[str, str]) -> dict[str, Any]:
     return attrs
 
 
-async def send(stack: Stack, sink: OtlpSink, calls: list[dict[str, Any]]) -> float:
-    """Export the calls; the service's llm_injection_attempts_total afterwards."""
+async def send(stack: Stack, sink: OtlpSink, cases: dict[str, list[dict[str, Any]]]
+               ) -> dict[str, float]:
+    """Export every case's calls in one request (each case under its own service name);
+    llm_injection_attempts_total of each case afterwards."""
+    calls = [{**attrs, "llm_observe.service_name": case}
+             for case, case_calls in cases.items() for attrs in case_calls]
+
     def app(tracer: Tracer) -> None:
         for attrs in calls:
             llm_span(tracer, "chat gpt-4o", attrs)
 
-    before = stack.metrics().get("llm_injection_attempts_total", service_name=SERVICE) or 0
     spans = record_spans(app, service=SERVICE)
     assert await asyncio.to_thread(export, stack.endpoint, spans) == SpanExportResult.SUCCESS
-    await sink.wait_for_spans(len(sink.spans()) + len(calls))
+    await sink.wait_for_spans(len(calls))
     m = stack.metrics()
-    assert m("llm_spans_total", model="gpt-4o", provider="openai", service_name=SERVICE,
-             status="success", has_retries="false") > 0
-    return (m.get("llm_injection_attempts_total", service_name=SERVICE) or 0) - before
+    for case, case_calls in cases.items():
+        assert m("llm_spans_total", model="gpt-4o", provider="openai", service_name=case,
+                 status="success", has_retries="false") == len(case_calls)
+    return {case: m.get("llm_injection_attempts_total", service_name=case) or 0
+            for case in cases}
 
 
 @pytest.mark.parametrize("shape", [semconv_call, indexed_call])
@@ -80,26 +86,29 @@ async def test_21_ordinary_system_prompts_are_never_counted(stack: Stack, sink: 
                                                             shape: Any) -> None:
     assert len(SYSTEM_PROMPTS) == 21
     calls = [shape(system, ("user", QUESTION)) for system in SYSTEM_PROMPTS]
-    assert await send(stack, sink, calls) == 0
+    assert await send(stack, sink, {"ordinary": calls}) == {"ordinary": 0}
 
 
 @pytest.mark.parametrize("shape", [semconv_call, indexed_call])
 async def test_the_same_instruction_counts_in_a_user_turn_or_a_tool_result(
         stack: Stack, sink: OtlpSink, shape: Any) -> None:
     system = SYSTEM_PROMPTS[0]
-    assert await send(stack, sink, [shape(f"{system}\n{PLANTED}", ("user", QUESTION))]) == 0
-    assert await send(stack, sink, [shape(system, ("user", f"{QUESTION} {PLANTED}"))]) == 1
-    assert await send(stack, sink, [shape(system, ("user", QUESTION),
-                                          ("tool", f"Order 88213 shipped. {PLANTED}"))]) == 1
-    # a turn whose role is missing or unknown is read as untrusted input
-    assert await send(stack, sink, [shape(system, ("narrator", PLANTED))]) == 1
+    got = await send(stack, sink, {
+        "in-system": [shape(f"{system}\n{PLANTED}", ("user", QUESTION))],
+        "in-user": [shape(system, ("user", f"{QUESTION} {PLANTED}"))],
+        "in-tool": [shape(system, ("user", QUESTION),
+                          ("tool", f"Order 88213 shipped. {PLANTED}"))],
+        # a turn whose role is missing or unknown is read as untrusted input
+        "in-unknown": [shape(system, ("narrator", PLANTED))],
+    })
+    assert got == {"in-system": 0, "in-user": 1, "in-tool": 1, "in-unknown": 1}
 
 
 async def test_a_flat_prompt_without_roles_stays_untrusted(stack: Stack,
                                                            sink: OtlpSink) -> None:
     # OpenLIT's flat gen_ai.prompt: no way to tell the system part from the user part
     calls = [{**CHAT, "gen_ai.prompt": f"system: {SYSTEM_PROMPTS[0]}\nuser: {PLANTED}"}]
-    assert await send(stack, sink, calls) == 1
+    assert await send(stack, sink, {"flat": calls}) == {"flat": 1}
 
 
 def _through_litellm(endpoint: str, base_url: str, messages: list[dict[str, str]]) -> Any:
