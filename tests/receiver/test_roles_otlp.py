@@ -9,8 +9,10 @@ collector's /metrics exposition.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,6 @@ CHAT = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
         "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 100,
         "gen_ai.usage.output_tokens": 20}
 SERVICE = "billing"
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network, before import
 
 
 def semconv_call(system: str, *turns: tuple[str, str]) -> dict[str, Any]:
@@ -111,48 +112,50 @@ async def test_a_flat_prompt_without_roles_stays_untrusted(stack: Stack,
     assert await send(stack, sink, {"flat": calls}) == {"flat": 1}
 
 
-def _through_litellm(endpoint: str, base_url: str, messages: list[dict[str, str]]) -> Any:
-    """One completion through LiteLLM's real OTel callback (semconv messages), exported
-    by the SDK's gRPC exporter to the door; returns the provider to shut down."""
-    import litellm
-    from litellm.integrations.opentelemetry import OpenTelemetry, OpenTelemetryConfig
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+_LITELLM_APP = """
+import json, sys, time
+import litellm
+from litellm.integrations.opentelemetry import OpenTelemetry, OpenTelemetryConfig
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
-    provider.add_span_processor(SimpleSpanProcessor(
-        OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=10)))
-    saved = litellm.callbacks
-    litellm.callbacks = [OpenTelemetry(config=OpenTelemetryConfig(exporter="console"),
-                                       tracer_provider=provider)]
-    try:
-        litellm.completion(model="openai/gpt-4o", api_base=base_url, api_key="k",
-                           messages=messages)
-    finally:
-        litellm.callbacks = saved
-    return provider
-
-
+endpoint, base_url, service, messages = sys.argv[1:5]
+provider = TracerProvider(resource=Resource.create({"service.name": service}))
+provider.add_span_processor(SimpleSpanProcessor(
+    OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=10)))
+ended = InMemorySpanExporter()
+provider.add_span_processor(SimpleSpanProcessor(ended))
+litellm.callbacks = [OpenTelemetry(config=OpenTelemetryConfig(exporter="console"),
+                                   tracer_provider=provider)]
+litellm.completion(model="openai/gpt-4o", api_base=base_url, api_key="k",
+                   messages=json.loads(messages))
+deadline = time.monotonic() + 60  # LiteLLM ends its spans on a background thread
+while len(ended.get_finished_spans()) < 2 and time.monotonic() < deadline:
+    time.sleep(0.05)
+litellm.callbacks = []
+provider.shutdown()
+"""
 # a long policy quoting "ignore previous instructions": flagged when scanned role-blind
 LOUD = next(e["text"] for e in DATA["benign"] if e["family"] == "long_policy")
 
 
 async def test_litellm_real_callback_a_loud_system_prompt_is_not_counted(
         stack: Stack, sink: OtlpSink) -> None:
-    # One LiteLLM call per process: a second callback instance exports nothing (LiteLLM
-    # keeps its callback state); the same messages shape with a planted user turn is
-    # counted in the semconv tests above.
-    pytest.importorskip("litellm")
+    # LiteLLM's own OTel callback, in an app process of its own (its callback state is
+    # global); the same semconv messages with a planted user turn are counted above.
+    if importlib.util.find_spec("litellm") is None:  # not imported here: it fetches
+        pytest.skip("litellm is not installed")       # its price map at import
     messages = [{"role": "system", "content": LOUD}, {"role": "user", "content": QUESTION}]
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     with FakeProvider() as fake:
-        provider = await asyncio.to_thread(_through_litellm, stack.endpoint,
-                                           fake.openai_base_url, messages)
-        try:
-            await sink.wait_for_spans(2, timeout=30)  # the call and its raw child
-        finally:
-            await asyncio.to_thread(provider.shutdown)
+        app = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _LITELLM_APP, stack.endpoint, fake.openai_base_url,
+            SERVICE, json.dumps(messages), env=env)
+        assert await asyncio.wait_for(app.wait(), 120) == 0
+        await sink.wait_for_spans(2, timeout=30)  # the call and its raw child
     m = stack.metrics()
     assert m("llm_spans_total", model="gpt-4o", provider="openai", service_name=SERVICE,
              status="success", has_retries="false") == 1
