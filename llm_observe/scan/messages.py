@@ -71,9 +71,9 @@ class RoleScanner:
         starts = [p[0] - start for p in parts]
         out = []
         for f in result.findings:
-            _, _, owner, at = parts[max(0, bisect_right(starts, f.start) - 1)]
-            if f.type == INJECTION and not r.untrusted(owner):  # a finding over the run
-                owner, at = role, index
+            _, part_end, owner, at = parts[max(0, bisect_right(starts, f.start) - 1)]
+            if f.end + start > part_end or (f.type == INJECTION and not r.untrusted(owner)):
+                owner, at = role, index  # over several parts (a classifier's, on the run)
             out.append(replace(f, start=f.start + start, end=f.end + start, role=owner,
                                message=at))
         return out

@@ -58,7 +58,11 @@ async def test_any_number_of_messages_and_sizes(api: Any) -> None:
     many.append({"role": "tool", "content": ATTACK})
     body = await scan(api, messages=many)
     assert body["injection_attempt"] is True
-    assert {f["message"] for f in body["findings"] if f["type"] == "injection"} == {5000}
+    # past 512 runs the tail is one run: its phrase finding names the message, a
+    # classifier finding over the tail names none
+    assert {f.get("message") for f in body["findings"] if f["type"] == "injection"} <= {
+        5000, None}
+    assert any(f.get("message") == 5000 for f in body["findings"])
     huge = "Our policy text. " * 50_000  # 850,000 characters of system prompt
     body = await scan(api, messages=[{"role": "system", "content": huge + ATTACK},
                                      {"role": "user", "content": "", }])
