@@ -60,6 +60,8 @@ RETRY_COUNT: Final = _P + "retry_count"
 ATTEMPTED_MODELS: Final = _P + "attempted_models"
 PROMPT_TEXT: Final = _P + "prompt"
 COMPLETION_TEXT: Final = _P + "completion"
+# Our SDK: "role:start" per message of PROMPT_TEXT (otlp/textroles.py reads it).
+PROMPT_ROLES: Final = _P + "prompt.roles"
 TOKEN_COUNT_METHOD: Final = _P + "token_count_method"
 # Enrichment results added by the collector to the forwarded span.
 COST_USD_MICRO: Final = _P + "cost_usd_micro"

@@ -124,9 +124,9 @@ class LlmSpan:
     # did not do in full (a text counted and scanned only up to the bound, ...)
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # characters of prompt_text / completion_text the scan stage read, for a side it cut at
-    # its bound (a side absent was read whole): the forwarder redacts the rest whole
+    # per side: characters scanned if cut at the bound; who wrote each part (scan/roles.py)
     scanned_chars: dict[str, int] = field(default_factory=dict)
+    text_roles: dict[str, list[Any]] | None = None
     # the tool-call transition span this span hands over to (processors.toolchain)
     transition: TransitionSpan | None = None
     # where it came from ("api", "otlp", ...) and, for a span received in a request, its

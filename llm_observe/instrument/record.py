@@ -19,7 +19,7 @@ from llm_observe import semconv
 from llm_observe.instrument import fastspan
 from llm_observe.instrument._guard import dont_throw
 from llm_observe.instrument.context import EMPTY_SCOPE, SCOPE, capture_content
-from llm_observe.instrument.extract._common import Outcome, flatten_messages
+from llm_observe.instrument.extract._common import Outcome, flatten_with_roles
 from llm_observe.instrument.tracing import get_tracer
 from llm_observe.providers import semconv_provider
 
@@ -142,7 +142,18 @@ class LlmCall:
             value = (str(value),)
         elif name == semconv.SESSION_ID:
             self.attrs[semconv.GEN_AI_CONVERSATION_ID] = str(value)
+        if name == semconv.PROMPT_TEXT:
+            self.attrs.pop(semconv.PROMPT_ROLES, None)  # they described another text
         self.attrs[name] = attribute_value(value)
+
+    def set_prompt(self, messages: Any) -> None:
+        """The prompt text and who wrote each message of it (``llm_observe.prompt.roles``)."""
+        text, roles = flatten_with_roles(messages)
+        self.attrs[semconv.PROMPT_TEXT] = text
+        if roles:
+            self.attrs[semconv.PROMPT_ROLES] = roles
+        else:
+            self.attrs.pop(semconv.PROMPT_ROLES, None)
 
     # -- the end -----------------------------------------------------------------------
     def finish(self, outcome: Outcome | None = None, error: BaseException | None = None,
@@ -186,7 +197,7 @@ class LlmCall:
         text = out.text if out.text_parts else ""
         if capture_content():
             if self.prompt is not None:
-                attrs[semconv.PROMPT_TEXT] = flatten_messages(self.prompt)
+                self.set_prompt(self.prompt)
             if text:
                 attrs[semconv.COMPLETION_TEXT] = text
         prompt_tokens, completion_tokens = out.prompt_tokens, out.completion_tokens

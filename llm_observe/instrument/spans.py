@@ -19,7 +19,7 @@ from opentelemetry import trace
 from llm_observe.instrument._guard import report
 from llm_observe.instrument.context import SCOPE, Scope, capture_content
 from llm_observe.instrument.extract import anthropic, openai
-from llm_observe.instrument.extract._common import Outcome, flatten_messages, get
+from llm_observe.instrument.extract._common import Outcome, get
 from llm_observe.instrument.record import LlmCall
 from llm_observe.instrument.streams import AsyncStream, SyncStream
 
@@ -56,7 +56,7 @@ class SpanHandle:
             for key, value in self._metadata.items():
                 self._call.set_metadata(key, value)
             if prompt is not None and capture_content():
-                self._call.set_metadata("prompt", flatten_messages(prompt))
+                self._call.set_prompt(prompt)
             self._on_start(self._call)
         return self._call
 

@@ -141,6 +141,15 @@ def map_span(span: Any, service_name: str,
     else:
         status = sc.STATUS_SUCCESS
     method = small(a[p.method]) if p.method else None
+    prompt_roles = completion_roles = None
+    prompt_text = completion_text = None
+    if events or p.prompt_texts.roles or p.completion_texts.roles:  # who wrote what
+        prompt_text, prompt_roles = texts.read_roles(span, a, events, p.prompt_texts)
+        completion_text, completion_roles = texts.read_roles(span, a, events,
+                                                             p.completion_texts)
+    elif p.texts_in_attrs:  # one role a side (ours, OpenLIT's flat text): the plain read
+        prompt_text = texts.read(span, a, events, p.prompt_texts)
+        completion_text = texts.read(span, a, events, p.completion_texts)
     # In LlmSpan's field order (checked at import, see _WRITTEN).
     values = (
         model or actual or "unknown",
@@ -155,14 +164,14 @@ def map_span(span: Any, service_name: str,
         label(a, p.session) if p.session else None,
         actual, label(a, p.error_type) if p.error_type else None,
         start or None, cache_read, cache_write,
-        texts.read(span, a, events, p.prompt_texts) if p.texts_in_attrs or events else None,
-        (texts.read(span, a, events, p.completion_texts)
-         if p.texts_in_attrs or events else None),
+        prompt_text, completion_text,
         method if type(method) is str and method in _METHODS else None,
         None, None,  # cost_usd_micro, price_version: the cost stage sets them
         flag(a, p.sampled) if p.sampled else False, reasoning, reported,
     )
     out = LlmSpan(*values, source="otlp", position=position)
+    if prompt_roles or completion_roles:  # who wrote each part (otlp/textroles.py)
+        out.text_roles = {"prompt": prompt_roles or [], "completion": completion_roles or []}
     if p.details or p.service_tier:  # rare: the price structures' counts
         for field, key in p.details:
             setattr(out, field, integer(a, key, MAX_TOKENS))

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from llm_observe.otlp import textjson
+from llm_observe.otlp import textjson, textroles
 from llm_observe.otlp.textkeys import (
     COMPLETION,
     CONTENT_EVENTS,
@@ -36,9 +36,12 @@ from llm_observe.otlp.textkeys import (
 )
 from llm_observe.otlp.textvalues import FALLBACK, Source, add_source, plain_value, write_back
 from llm_observe.otlp.wire import decode_value
+from llm_observe.semconv import PROMPT_ROLES
 
-__all__ = ["COMPLETION", "PROMPT", "SEPARATOR", "Candidates", "Family", "Layout", "Source",
-           "Which", "candidates", "layout", "read", "write_back"]
+Segment = textroles.Segment
+
+__all__ = ["COMPLETION", "PROMPT", "SEPARATOR", "Candidates", "Family", "Layout", "Segment",
+           "Source", "Which", "candidates", "layout", "read", "read_roles", "write_back"]
 
 SEPARATOR = "\n"
 
@@ -59,6 +62,7 @@ class Candidates(tuple[tuple[int, Family], ...]):
 
     which: Which
     plain_key: str | None
+    roles: bool  # a key can say who wrote a piece (else the side's default role: textroles)
 
 
 def candidates(attrs: Any, which: Which) -> Candidates:
@@ -68,10 +72,14 @@ def candidates(attrs: Any, which: Which) -> Candidates:
     visits keys that are present. No cap on message indexes.
     """
     found = []
+    roles = False
     for key in attrs:
         text_key = classify(key)
         if text_key is not None and text_key.which == which:
             found.append((text_key.rank, text_key.order, key, text_key.parse))
+            roles = roles or textroles.key_has_roles(key, which)
+        elif key == PROMPT_ROLES and which == PROMPT:
+            roles = True
     found.sort()
     groups: dict[int, list[tuple[str, Parse]]] = {}
     for rank, _, key, parse in found:
@@ -82,6 +90,7 @@ def candidates(attrs: Any, which: Which) -> Candidates:
     out = Candidates(enumerate(families))
     out.which = which
     out.plain_key = found[0][2] if len(found) == 1 and found[0][3] == "plain" else None
+    out.roles = roles
     return out
 
 
@@ -137,6 +146,18 @@ def read(span: Any, attrs: Any, events: Any, found_in: Candidates) -> str | None
     if text is FALLBACK:
         return layout(span, found_in, attrs, events).text()
     return text  # type: ignore[no-any-return]
+
+
+def read_roles(span: Any, attrs: Any, events: Any, found_in: Candidates
+               ) -> tuple[str | None, list[Segment] | None]:
+    """:func:`read`, and who wrote each piece (:func:`textroles.segments`) when a key or
+    a content event can say; None then means every piece has the side's default role."""
+    if not found_in.roles and not (events and found_in.which == PROMPT and any(
+            textroles.event_has_role(e) for _, e in content_events(span, events)[PROMPT])):
+        return read(span, attrs, events, found_in), None
+    lay = layout(span, found_in, attrs, events)
+    text = lay.text()
+    return text, (textroles.segments(span, lay.sources, found_in.which) if text else None)
 
 
 def _plain_layout(span: Any, attrs: Any, events: Any, found_in: Candidates) -> Any:

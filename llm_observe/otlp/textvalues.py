@@ -29,6 +29,7 @@ class Source:
     pieces: list[str]
     paths: list[textjson.Path]  # structured: each piece's place in ``doc`` (if asked for)
     starts: list[int] = field(default_factory=list)  # each piece's offset in the side's text
+    shared: bool = False  # ``doc`` is the reader's cached parse of a repeated value
 
     @property
     def structured(self) -> bool:
@@ -53,7 +54,8 @@ def add_source(found: list[Source], key: str, event: int | None, raw: bytes, par
                         _read_cache.clear()
                     cached = _read_cache[value] = _structured(value, textjson.parse(value), None)
                 if cached[1]:
-                    found.append(Source(key, event, cached[0], True, list(cached[1]), []))
+                    found.append(Source(key, event, cached[0], True, list(cached[1]), [],
+                                        shared=True))
                     return
                 if cached[0] is not None:
                     return

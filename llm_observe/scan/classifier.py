@@ -18,6 +18,7 @@ file that is not the one trained and evaluated is refused, not silently used.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -117,6 +118,16 @@ class InjectionModel:
         clamped = min(max(threshold, 1e-12), 1 - 1e-12)
         self._needed = math.log(clamped / (1 - clamped)) - bias - 1e-6
         self._heavy = {k: w for k, w in self._bigram.items() if w > _SMALL}
+
+    def with_threshold(self, threshold: float) -> InjectionModel:
+        """The same weights (shared, not copied) flagging at another threshold."""
+        if threshold == self.threshold:
+            return self
+        other = copy.copy(self)
+        clamped = min(max(threshold, 1e-12), 1 - 1e-12)
+        other.threshold = threshold
+        other._needed = math.log(clamped / (1 - clamped)) - self.bias - 1e-6
+        return other
 
     def probability(self, folded: str) -> float:
         """Highest window score of a folded text (0.0 for a text without words)."""

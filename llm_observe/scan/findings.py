@@ -15,6 +15,7 @@ PII: FindingType = "pii"
 INJECTION: FindingType = "injection"
 # Which tier fired: a phrase of the automaton, a regex, or the learned classifier.
 DETECTORS = ("phrase", "regex", "classifier")
+_TRUSTED = frozenset({"system", "assistant"})  # scan/roles.py: no injection attempt there
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,10 @@ class Finding:
     detector: str = "regex"
     # The classifier's probability (its finding spans the scored window); None otherwise.
     score: float | None = None
+    # Who wrote the text it is in (scan/roles.py) and that message's index (-1: none);
+    # None for a plain scan of one text of unknown role.
+    role: str | None = None
+    message: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (no matched text, by design)."""
@@ -39,6 +44,10 @@ class Finding:
                                "detector": self.detector}
         if self.score is not None:
             out["score"] = self.score
+        if self.role is not None:
+            out["role"] = self.role
+            if self.message is not None and self.message >= 0:
+                out["message"] = self.message
         return out
 
 
@@ -54,7 +63,8 @@ class ScanResult:
 
     @property
     def injection_attempt(self) -> bool:
-        return any(f.type == INJECTION for f in self.findings)
+        """An injection finding in untrusted text (a finding without a role is untrusted)."""
+        return any(f.type == INJECTION and f.role not in _TRUSTED for f in self.findings)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form: the two verdicts and the findings."""

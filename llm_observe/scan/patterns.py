@@ -19,6 +19,8 @@ Format (documented in docs/scanning.md)::
     classifier:                # optional: the learned injection tier (scan/classifier.py)
       enabled: true            # default true
       threshold: 0.81          # probability in (0, 1); default: the model's own
+      thresholds:              # optional, per untrusted role (docs/scanning.md, "Roles")
+        tool: 0.9              # user | tool; a role left out uses threshold
 
 A bad file stops start-up with one ConfigError line naming the file, the entry and the
 problem; nothing is half-loaded.
@@ -67,6 +69,8 @@ class ClassifierConfig:
 
     enabled: bool = True
     threshold: float | None = None  # None: the threshold stored with the model
+    # Per untrusted role (user, tool: scan/roles.py), replacing ``threshold`` there.
+    thresholds: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,18 +149,35 @@ def _classifier(value: Any, source: str | Path) -> ClassifierConfig:
         return ClassifierConfig()
     if not isinstance(value, dict):
         raise ConfigError(source, "classifier", "must be a mapping (enabled, threshold)")
-    unknown = sorted(set(value) - {"enabled", "threshold"})
+    unknown = sorted(set(value) - {"enabled", "threshold", "thresholds"})
     if unknown:
         raise ConfigError(source, "classifier", f"unknown field {unknown[0]!r}")
     enabled = value.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ConfigError(source, "classifier", "'enabled' must be true or false")
     threshold = value.get("threshold")
-    if threshold is not None and (isinstance(threshold, bool) or not isinstance(
-            threshold, int | float) or not 0 < threshold < 1):
+    if threshold is not None:
+        threshold = _probability(source, "'threshold'", threshold)
+    per_role = value.get("thresholds") or {}
+    if not isinstance(per_role, dict):
+        raise ConfigError(source, "classifier", "'thresholds' must map a role to a threshold")
+    bad = sorted(set(per_role) - set(THRESHOLD_ROLES), key=str)
+    if bad:
+        raise ConfigError(source, "classifier", f"'thresholds': unknown role {bad[0]!r} "
+                                                f"(one of {', '.join(THRESHOLD_ROLES)})")
+    return ClassifierConfig(enabled, threshold, tuple(
+        (role, _probability(source, f"'thresholds.{role}'", per_role[role]))
+        for role in THRESHOLD_ROLES if role in per_role))
+
+
+THRESHOLD_ROLES = ("user", "tool")  # the untrusted roles (unknown text reads as user)
+
+
+def _probability(source: str | Path, name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
         raise ConfigError(source, "classifier",
-                          f"'threshold' must be a probability between 0 and 1, not {threshold!r}")
-    return ClassifierConfig(enabled, None if threshold is None else float(threshold))
+                          f"{name} must be a probability between 0 and 1, not {value!r}")
+    return float(value)
 
 
 def _parse_entry(source: str | Path, index: int, item: Any) -> PatternEntry:

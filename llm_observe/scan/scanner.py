@@ -164,13 +164,16 @@ class Scanner:
                 needs.append(mask)
             self._regexes[i] = replace(self._regexes[i], needs=tuple(needs))
 
-    def scan(self, text: str, field: str = "text", *, every_injection: bool = True) -> ScanResult:
+    def scan(self, text: str, field: str = "text", *, every_injection: bool = True,
+             injection: bool = True, model: InjectionModel | None = None) -> ScanResult:
         """Scan ``text``; findings' offsets index ``text`` itself; ``field`` labels them.
 
         ``every_injection=False`` is for callers that need the injection *verdict* and
         every PII finding (the pipeline: flags, redaction) but not every injection
         occurrence: once a phrase has shown the text is an injection attempt, the
         injection regexes (the slowest patterns) are skipped, as they cannot change it.
+        ``injection=False`` looks for PII only (text an app wrote, a model's answer:
+        scan/roles.py); ``model`` replaces the scanner's classifier (another threshold).
         """
         if not text:
             return _EMPTY
@@ -193,7 +196,8 @@ class Scanner:
                 if (left and start > 0 and _is_word(norm[start - 1])) or \
                         (right and end < last and _continues_word(norm, end + 1)):
                     continue
-                if guard and norm[max(0, start - 7):start].endswith(_NEGATIONS):
+                if guard and (not injection or
+                              norm[max(0, start - 7):start].endswith(_NEGATIONS)):
                     negated.append((start, end + 1))
                     continue
                 spans.append((start, end + 1, index))
@@ -210,7 +214,7 @@ class Scanner:
         fired = self._always | (triggered & ~both)
         if self._digits_only or triggered & both:
             fired |= self._digit_gate_bits(text) & (self._digits_only | triggered)
-        if covered and not every_injection:
+        if (covered and not every_injection) or not injection:
             fired &= ~self._injection
         while fired:
             low = fired & -fired
@@ -231,7 +235,7 @@ class Scanner:
                 if rx.type == INJECTION and any(s < end and start < e for s, e in covered):
                     continue
                 findings.append(Finding(rx.type, rx.name, start, end, rx.severity, field))
-        model = self.model
+        model = (model or self.model) if injection else None
         if model is not None and (every_injection or not any(
                 f.type == INJECTION for f in findings)):
             # A negated attack phrase ("never ignore previous instructions") is a rule

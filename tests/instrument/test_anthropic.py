@@ -39,6 +39,8 @@ def check_mapping(attrs: dict[str, object], output_tokens: int = 4) -> None:
     assert attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("end_turn",)
     assert attrs[semconv.FINISH_REASON] == "stop"
     assert attrs[semconv.PROMPT_TEXT] == "system: Be brief.\nuser: hello there"
+    # who wrote each line: the collector scans the system line for PII only (issue 23)
+    assert attrs[semconv.PROMPT_ROLES] == ("system:0", "user:18")
     assert attrs[semconv.COMPLETION_TEXT] == "You said: hello there"
 
 

@@ -42,6 +42,8 @@ def test_sync_call_gives_one_span_with_usage(instrumented: Spans, fake: FakeProv
     assert attrs[semconv.PROMPT_TEXT] == "system: Be brief.\nuser: ping pong"
     assert attrs[semconv.COMPLETION_TEXT] == "You said: ping pong"
     assert semconv.TOKEN_COUNT_METHOD not in attrs  # the provider reported usage
+    # who wrote each line: the collector scans the system line for PII only (issue 23)
+    assert attrs[semconv.PROMPT_ROLES] == ("system:0", "user:18")
 
 
 async def test_async_call_gives_one_span(instrumented: Spans, fake: FakeProvider) -> None:

@@ -209,3 +209,20 @@ def test_streaming_span_with_openai_chunks_uses_the_usage_chunk(spans: Spans,
     assert attrs[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] == 99
     assert attrs[semconv.COMPLETION_TEXT] == "You said: hey"
     assert semconv.TOKEN_COUNT_METHOD not in attrs
+
+
+
+def test_the_prompt_carries_its_roles_and_a_replaced_prompt_drops_them(spans: Spans) -> None:
+    messages = [{"role": "system", "content": "Be brief."}, "a bare string",
+                {"type": "human", "content": "hi"}, {"role": 7, "content": "odd"}]
+    with instrument.llm_span_with_tokens("gpt-4o", "openai", messages):  # type: ignore[arg-type]
+        pass
+    attrs = spans.one()
+    assert attrs[semconv.PROMPT_TEXT] == "system: Be brief.\na bare string\nuser: hi\n7: odd"
+    assert attrs[semconv.PROMPT_ROLES] == ("system:0", "unknown:18", "user:32", "unknown:41")
+    spans.clear()
+    with instrument.llm_span_with_tokens("gpt-4o", "openai", messages) as span:  # type: ignore[arg-type]
+        span.set_metadata("prompt", "replaced by the app")
+    attrs = spans.one()
+    assert attrs[semconv.PROMPT_TEXT] == "replaced by the app"
+    assert semconv.PROMPT_ROLES not in attrs

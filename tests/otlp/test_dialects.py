@@ -33,6 +33,13 @@ def walked(spans: Sequence[ReadableSpan]) -> Walked:
     return walk(decode_request(encode_spans(spans).SerializeToString()))
 
 
+def roles_of(span: LlmSpan) -> list[tuple[str, str, int]]:
+    """(text, role, message index) of each part of the prompt (issue 23)."""
+    assert span.prompt_text is not None and span.text_roles is not None
+    return [(span.prompt_text[start:end], role, index)
+            for start, end, role, index in span.text_roles["prompt"]]
+
+
 def only_llm(spans: Sequence[ReadableSpan]) -> LlmSpan:
     w = walked(spans)
     assert not w.rejected, w.rejected
@@ -84,6 +91,7 @@ def test_openllmetry_instrumentation(fake: FakeProvider, monkeypatch: pytest.Mon
         "gpt-4o", "gpt-4o-2024-08-06", "openai")
     assert (plain.prompt_tokens, plain.completion_tokens, plain.finish_reason) == (11, 5, "stop")
     assert plain.prompt_text == "be brief\nhi there jane@example.com"  # gen_ai.input.messages
+    assert roles_of(plain) == [("be brief", "system", 0), ("hi there jane@example.com", "user", 1)]
     assert plain.completion_text == "You said: hi there jane@example.com"
     assert plain.latency_ms_ttft is None  # not streamed: no first-token time
     # streamed: one chunk event per chunk; TTFT is the first one
@@ -102,6 +110,7 @@ def test_openinference_instrumentation(fake: FakeProvider) -> None:
         "gpt-4o", "gpt-4o-2024-08-06", "openai")
     assert (plain.prompt_tokens, plain.completion_tokens, plain.finish_reason) == (11, 5, "stop")
     assert plain.prompt_text == "be brief\nhi there jane@example.com"  # llm.input_messages.N
+    assert roles_of(plain) == [("be brief", "system", 0), ("hi there jane@example.com", "user", 1)]
     assert plain.completion_text == "You said: hi there jane@example.com"
     assert streamed.latency_ms_ttft == _first_event_ms(spans[1], {"First Token Stream Event"})
     assert streamed.latency_ms_ttft is not None and streamed.latency_ms_ttft >= 15

@@ -119,18 +119,29 @@ def content_text(content: Any) -> str:
 
 def flatten_messages(messages: Any) -> str:
     """Chat messages as ``role: text`` lines (what a span's prompt text holds)."""
+    return flatten_with_roles(messages)[0]
+
+
+def flatten_with_roles(messages: Any) -> tuple[str, tuple[str, ...]]:
+    """:func:`flatten_messages`, and ``"role:start"`` for each message (its role and
+    where its line starts: the collector scans each part under its role's rule,
+    docs/scanning.md "Roles"); no roles for a plain string prompt."""
     if isinstance(messages, str):
-        return messages
+        return messages, ()
     if not isinstance(messages, Iterable) or isinstance(messages, (bytes, dict)):
-        return ""
-    lines = []
+        return "", ()
+    lines, roles, at = [], [], 0
     for message in messages:
         if isinstance(message, str):
-            lines.append(message)
-            continue
-        role = get(message, "role") or _LANGCHAIN_ROLES.get(get(message, "type") or "", "user")
-        lines.append(f"{role}: {content_text(get(message, 'content'))}")
-    return "\n".join(lines)
+            line, role = message, "unknown"
+        else:
+            role = get(message, "role") or _LANGCHAIN_ROLES.get(get(message, "type") or "",
+                                                                "user")
+            line = f"{role}: {content_text(get(message, 'content'))}"
+        roles.append(f"{role if isinstance(role, str) else 'unknown'}:{at}")
+        lines.append(line)
+        at += len(line) + 1
+    return "\n".join(lines), tuple(roles)
 
 
 def as_chat_dicts(messages: Any) -> list[dict[str, Any]] | str:

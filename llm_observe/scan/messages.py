@@ -1,0 +1,121 @@
+"""Scan one side of a call part by part, each part under its role's rule (scan/roles.py).
+
+The text stays one string (findings' offsets index it, so redaction is unchanged); the
+*segments* say who wrote which part. Consecutive parts the same rule applies to are
+scanned as one run: every part of the app's and the model's text together (PII only),
+each untrusted message on its own (its classifier score is that message's, under its
+role's threshold). A side without segments is one run of its default role — today's
+single scan, at today's cost.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import replace
+
+from llm_observe.scan import roles as r
+from llm_observe.scan.classifier import InjectionModel
+from llm_observe.scan.findings import INJECTION, Finding
+from llm_observe.scan.scanner import Scanner
+
+Run = tuple[int, int, str, int, tuple[r.Segment, ...]]  # start, end, role, index, parts
+
+
+class RoleScanner:
+    """A :class:`Scanner` with the classifier at each untrusted role's threshold
+    (``classifier.thresholds`` in patterns.yaml). Immutable; share freely."""
+
+    def __init__(self, scanner: Scanner) -> None:
+        self.scanner = scanner
+        base = scanner.model
+        per_role = dict(scanner.patterns.classifier.thresholds)
+        self.models: dict[str, InjectionModel | None] = {
+            role: base.with_threshold(per_role[role]) if base is not None and role in per_role
+            else base for role in (r.USER, r.TOOL)}
+
+    def scan(self, text: str, segments: Sequence[r.Segment] | None, default: str,
+             field: str = "text", *, every_injection: bool = True) -> list[Finding]:
+        """Every finding in ``text``, each naming its role and message index.
+
+        Injection is looked for in untrusted parts only. ``every_injection=False`` (the
+        pipeline's flags): once one untrusted part has an injection finding, later ones
+        are scanned for PII only."""
+        if not text:
+            return []
+        if not segments:
+            return self._run(text, (0, len(text), default, -1, ()), field, every_injection,
+                             True)
+        out: list[Finding] = []
+        look = True  # still looking for injection
+        for run in runs(text, segments, default):
+            found = self._run(text, run, field, every_injection, look)
+            if found and not every_injection and any(f.type == INJECTION for f in found):
+                look = False  # the verdict is in: later parts are scanned for PII only
+            out.extend(found)
+        return out
+
+    def _run(self, text: str, run: Run, field: str, every_injection: bool,
+             look: bool) -> list[Finding]:
+        start, end, role, index, parts = run
+        part = text if start == 0 and end == len(text) else text[start:end]
+        untrusted = r.untrusted(role)
+        result = self.scanner.scan(
+            part, field, every_injection=every_injection, injection=untrusted and look,
+            model=self.models[r.threshold_role(role)] if untrusted else None)
+        if not result.findings:
+            return []
+        if len(parts) <= 1:  # one part: one role and index
+            return [replace(f, start=f.start + start, end=f.end + start, role=role,
+                            message=index) for f in result.findings]
+        starts = [p[0] - start for p in parts]
+        out = []
+        for f in result.findings:
+            _, part_end, owner, at = parts[max(0, bisect_right(starts, f.start) - 1)]
+            if f.end + start > part_end or (f.type == INJECTION and not r.untrusted(owner)):
+                owner, at = role, index  # over several parts (a classifier's, on the run)
+            out.append(replace(f, start=f.start + start, end=f.end + start, role=owner,
+                               message=at))
+        return out
+
+
+def runs(text: str, segments: Sequence[r.Segment], default: str) -> list[Run]:
+    """The runs to scan: ``text`` cut at segment bounds (text outside every segment has
+    the default role, separators alone are skipped), consecutive trusted parts joined,
+    each untrusted message alone. Segments that overlap or leave the text are cut.
+
+    At most :data:`MAX_RUNS` runs (each is a scan call): past that, the rest of the text
+    is one run, untrusted if any part of it is (its findings still name their part)."""
+    cover: list[r.Segment] = []
+    at, size = 0, len(text)
+    for start, end, role, index in segments:
+        start, end = min(max(start, at), size), min(end, size)
+        if start > at and not text[at:start].isspace():
+            cover.append((at, start, default, -1))
+        if end > start:
+            cover.append((start, end, role, index))
+            at = end
+        else:
+            at = max(at, start)
+    if at < size and not text[at:].isspace():
+        cover.append((at, size, default, -1))
+    out: list[tuple[int, int, str, int, list[r.Segment]]] = []
+    for n, seg in enumerate(cover):
+        start, end, role, index = seg
+        if len(out) == MAX_RUNS:  # the tail: one run
+            tail = cover[n - 1:]
+            out[-1] = (out[-1][0], tail[-1][1], r.UNKNOWN if any(
+                r.untrusted(s[2]) for s in tail) else r.SYSTEM, -1, [*out[-1][4], *cover[n:]])
+            break
+        if out:
+            p_start, _, p_role, p_index, p_parts = out[-1]
+            if (r.untrusted(role) and (role, index) == (p_role, p_index)) or (
+                    not r.untrusted(role) and not r.untrusted(p_role)):
+                p_parts.append(seg)
+                out[-1] = (p_start, end, p_role, p_index, p_parts)
+                continue
+        out.append((start, end, role, index, [seg]))
+    return [(start, end, role, index, tuple(parts)) for start, end, role, index, parts in out]
+
+
+MAX_RUNS = 512
