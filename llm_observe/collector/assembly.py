@@ -40,10 +40,11 @@ class Collector:
 
 def build_collector(settings: Settings, registry: CollectorRegistry | None = None,
                     exporters: list[Exporter] | None = None) -> Collector:
-    """Load config; assemble tokens → cost → scan → sampling → embedding → toolchain.
+    """Load config; assemble dedup → tokens → cost → scan → sampling → embedding → toolchain.
 
     ``exporters`` are added after the Prometheus exporter (the OTLP forwarder, a test sink).
     """
+    from llm_observe.agents.dedup import DedupProcessor
     from llm_observe.pricing import load_price_table
     from llm_observe.processors.cost import CostProcessor
     from llm_observe.processors.scan import ScanProcessor
@@ -67,6 +68,7 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     # does not import prometheus_client, so the in-process library can price spans)
     registry.register(cost.reported)  # type: ignore[arg-type]
     processors: list[Processor] = [
+        DedupProcessor(),  # first: every later stage sees which spans count (agents.dedup)
         TokensProcessor(max_text_chars=settings.max_text_chars), cost,
         ScanProcessor(scanner, max_text_chars=settings.max_text_chars), SamplingProcessor(),
     ]

@@ -175,6 +175,8 @@ class ToolchainProcessor:
         self.blocking = blocking
 
     def process(self, batch: list[LlmSpan]) -> None:
+        # a call two instrumentations describe is one step of the chain (agents.dedup)
+        batch = [span for span in batch if span.duplicate_of is None]
         states = self.tracker.track_many([
             (span.trace_id, span.cost_usd_micro, span.span_id, span.finish_reason, False)
             for span in batch])
