@@ -2,14 +2,20 @@
 
 Runs the OpenAI Agents SDK (``openai-agents``) with one function tool against a scripted
 fake Chat Completions / Responses server on loopback (first answer: a tool call; second:
-text), traced by OpenInference's openai-agents instrumentation, alone and beside its OpenAI
-client instrumentation. Writes one OTLP ExportTraceServiceRequest (protobuf) per setup
-under tests/data/agents/. Run it in a scratch venv holding those packages:
+text), traced by OpenInference's or OpenLLMetry's openai-agents instrumentation, alone
+and beside the same project's OpenAI client instrumentation. Writes one OTLP
+ExportTraceServiceRequest (protobuf) per setup under tests/data/agents/. Run it in a
+scratch venv holding those packages:
 
     python -m venv /tmp/agvenv && /tmp/agvenv/bin/pip install openai-agents \
         openinference-instrumentation-openai-agents openinference-instrumentation-openai \
+        opentelemetry-instrumentation-openai-agents opentelemetry-instrumentation-openai \
         opentelemetry-sdk opentelemetry-exporter-otlp-proto-common
-    /tmp/agvenv/bin/python scripts/capture_agent_spans.py tests/data/agents
+    /tmp/agvenv/bin/python scripts/capture_agent_spans.py tests/data/agents [producer ...]
+
+Captured with openai-agents 0.24.0, openinference-instrumentation-openai-agents 2.6.0,
+openinference-instrumentation-openai 0.1.66, opentelemetry-instrumentation-openai(-agents)
+0.62.4, openai 3.57.0, opentelemetry-sdk 1.45.2.
 """
 
 from __future__ import annotations
@@ -76,7 +82,7 @@ class Scripted(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def run(out_dir: Path, api: str, with_client: bool) -> None:
+def run(out_dir: Path, api: str, with_client: bool, producer: str = "openinference") -> None:
     from agents import (
         Agent,
         OpenAIChatCompletionsModel,
@@ -85,8 +91,16 @@ def run(out_dir: Path, api: str, with_client: bool) -> None:
         function_tool,
     )
     from openai import AsyncOpenAI
-    from openinference.instrumentation.openai import OpenAIInstrumentor
-    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+    if producer == "openinference":
+        from openinference.instrumentation.openai import OpenAIInstrumentor
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+    else:  # OpenLLMetry
+        from opentelemetry.instrumentation.openai import (  # type: ignore[no-redef]
+            OpenAIInstrumentor,
+        )
+        from opentelemetry.instrumentation.openai_agents import (  # type: ignore[no-redef]
+            OpenAIAgentsInstrumentor,
+        )
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -123,19 +137,19 @@ def run(out_dir: Path, api: str, with_client: bool) -> None:
         server.shutdown()
     provider.force_flush()
     spans = memory.get_finished_spans()
-    name = f"openai_agents_openinference_{api}{'_with_client' if with_client else ''}.pb"
+    name = f"openai_agents_{producer}_{api}{'_with_client' if with_client else ''}.pb"
     (out_dir / name).write_bytes(encode_spans(spans).SerializeToString())
     for s in spans:
         a = dict(s.attributes or {})
         print(f"  {s.name!r} id={s.context.span_id:016x} parent="
-              f"{(s.parent.span_id if s.parent else 0):016x} kind="
-              f"{a.get('openinference.span.kind')} model={a.get('llm.model_name')} "
-              f"tok={a.get('llm.token_count.prompt')} keys={len(a)}")
+              f"{(s.parent.span_id if s.parent else 0):016x} "
+              f"{ {k: v for k, v in a.items() if 'kind' in k or 'name' in k or 'model' in k} }")
 
 
 if __name__ == "__main__":
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/agents")
     out.mkdir(parents=True, exist_ok=True)
-    for api in ("chat", "responses"):
-        for with_client in (False, True):
-            run(out, api, with_client)
+    for producer in sys.argv[2:] or ["openinference", "openllmetry"]:
+        for api in ("chat", "responses"):
+            for with_client in (False, True):
+                run(out, api, with_client, producer)

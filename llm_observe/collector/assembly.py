@@ -12,6 +12,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from llm_observe.collector.exporters.agents import AgentExporter, AgentMetrics
 from llm_observe.collector.exporters.prometheus import LabelLimits, LlmMetrics, PrometheusExporter
 from llm_observe.collector.settings import Settings
 from llm_observe.pipeline import Exporter, Pipeline, Processor
@@ -54,10 +55,9 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     price_table = load_price_table(settings.config_file("model_prices.yaml"))
     scanner = Scanner(load_patterns(settings.config_file("patterns.yaml")))
     registry = registry if registry is not None else CollectorRegistry()
-    metrics = LlmMetrics(registry, LabelLimits(models=settings.max_models,
-                                               services=settings.max_services,
-                                               label_sets=settings.max_label_sets),
-                         genai=settings.genai_metrics)
+    limits = LabelLimits(models=settings.max_models, services=settings.max_services,
+                         label_sets=settings.max_label_sets)
+    metrics = LlmMetrics(registry, limits, genai=settings.genai_metrics)
     tracker: Any = ToolChainTracker()
     if settings.redis_url is not None and settings.redis_state:
         from llm_observe.processors.chainstore import RedisChainTracker
@@ -80,7 +80,8 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     processors.append(ToolchainProcessor(tracker, blocking=not isinstance(tracker,
                                                                           ToolChainTracker)))
     extra = list(exporters or [])
-    pipeline = Pipeline(processors, [PrometheusExporter(metrics), *extra])
+    agents = AgentExporter(AgentMetrics(registry, limits, metrics.label_overflow))
+    pipeline = Pipeline(processors, [PrometheusExporter(metrics), agents, *extra])
     registry.register(PipelineStats(pipeline))
     return Collector(settings=settings, registry=registry, metrics=metrics, pipeline=pipeline,
                      price_table=price_table, cost=cost, scanner=scanner, tracker=tracker,

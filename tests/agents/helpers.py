@@ -68,6 +68,10 @@ class Run:
         asyncio.run(self.collector.pipeline.submit(Batch(w.llm, w)))
         return w
 
+    def send_spans(self, spans: Sequence[ReadableSpan]) -> Walked:
+        """SDK spans OTLP-encoded and sent through the pipeline."""
+        return self.send(decode_request(encode_spans(spans).SerializeToString()))
+
     def value(self, name: str, **labels: str) -> float:
         """Sum of a sample over every label set matching ``labels``."""
         total = 0.0
