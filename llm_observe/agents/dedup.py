@@ -19,7 +19,7 @@ The rule (docs/attribute-mapping.md, "One call, one count"):
   counted call; a later span whose parent is a remembered counted span is the inner call of
   a counted wrapper (the wrapper came first). Either way the later one is not counted, so
   the call counts once whichever order the requests come in.
-- The memory is per process, two generations of ``max_keys`` keys each (the older
+- The memory is per process, two generations of ``max_keys`` keys per map (the older
   generation is dropped when the newer fills): a pair split across requests further apart
   than ~``max_keys`` LLM spans is counted twice. Trace-affine routing keeps a trace on one
   replica; with ``serve --workers N`` a pair split across two requests that land on two
@@ -40,93 +40,89 @@ from llm_observe.span import LlmSpan
 DEFAULT_MAX_KEYS = 65_536  # ~2 x 65k x ~120 B: ~16 MB at most
 
 
-class _Generations:
-    """A bounded map: two generations, the older dropped when the newer fills."""
-
-    __slots__ = ("max_keys", "new", "old")
-
-    def __init__(self, max_keys: int) -> None:
-        self.max_keys = max_keys
-        self.new: dict[str, str] = {}
-        self.old: dict[str, str] = {}
-
-    def get(self, key: str) -> str | None:
-        value = self.new.get(key)
-        return self.old.get(key) if value is None else value
-
-    def put(self, key: str, value: str) -> None:
-        if len(self.new) >= self.max_keys:
-            self.old, self.new = self.new, {}
-        self.new[key] = value
-
-
-def wrappers(batch: Sequence[LlmSpan]) -> dict[str, str]:
-    """trace+span key -> direct LLM child's span id, for the wrappers of one batch.
+def wrappers(batch: Sequence[LlmSpan], keys: Sequence[str]) -> dict[str, str]:
+    """trace+span key -> direct LLM child's span id, for the wrappers of one batch
+    (``keys[i]`` is ``batch[i]``'s trace id + span id).
 
     A wrapper is an LLM span with an LLM child. A cycle of parent ids (A under B under A:
     broken or hostile input) has no innermost span: the walk breaks it at the span where it
     closes, which is counted. Each span is walked once: O(n) for any shape.
     """
-    child: dict[str, tuple[str, str]] = {}  # trace+parent -> (child's key, child's id)
-    for span in batch:
+    child: dict[str, int] = {}  # trace+parent -> index of an LLM child in the batch
+    for i, span in enumerate(batch):
         parent = span.parent_span_id
         if parent and parent != span.span_id:  # self-parenting names no wrapper
-            child.setdefault(span.trace_id + parent, (span.trace_id + span.span_id,
-                                                      span.span_id))
-    if not child:
+            child.setdefault(span.trace_id + parent, i)
+    if not child or child.keys().isdisjoint(keys):  # the usual batch: no wrapper
         return {}
-    present = {span.trace_id + span.span_id for span in batch}
     out: dict[str, str] = {}
     done: set[str] = set()
-    for start in present:
+    for start in keys:
         if start in done or start not in child:
             continue
         path: dict[str, None] = {}  # insertion-ordered: the walk from start
-        key: str | None = start
-        while key is not None and key not in done and key not in path:
-            path[key] = None
-            inner = child.get(key)
-            key = inner[0] if inner is not None else None
-        closes = key if key is not None and key in path else None
+        at: str | None = start
+        while at is not None and at not in done and at not in path:
+            path[at] = None
+            inner = child.get(at)
+            at = keys[inner] if inner is not None else None
+        closes = at if at is not None and at in path else None
         done.update(path)
         for k in path:
             if k != closes and k in child:
-                out[k] = child[k][1]
+                out[k] = batch[child[k]].span_id
     return out
 
 
 class WrapperMemory:
     """Marks wrapper LLM spans in batches (``mark``). Thread-safe: the pipeline may run the
-    stage on the loop or in its worker thread."""
+    stage on the loop or in its worker thread.
+
+    Two generations of two maps (counted spans' keys; counted spans' parent keys -> their
+    id): when the newer counted map reaches ``max_keys`` at the start of a batch both
+    rotate, so at most ``2 * (max_keys + batch)`` keys of each are held.
+    """
 
     def __init__(self, max_keys: int = DEFAULT_MAX_KEYS) -> None:
-        self._counted = _Generations(max_keys)  # trace+span of counted LLM spans
-        self._parents = _Generations(max_keys)  # trace+parent -> span id of a counted child
+        self.max_keys = max_keys
+        self._counted: dict[str, None] = {}
+        self._old_counted: dict[str, None] = {}
+        self._parents: dict[str, str] = {}
+        self._old_parents: dict[str, str] = {}
         self._lock = threading.Lock()
         self.duplicates = 0
+
+    def __len__(self) -> int:
+        """Keys held (both maps, both generations)."""
+        return (len(self._counted) + len(self._old_counted) + len(self._parents)
+                + len(self._old_parents))
 
     def mark(self, batch: Sequence[LlmSpan]) -> None:
         """Set ``duplicate_of`` (the counted span's id) on every span of ``batch`` that is not
         the counted one of its call; remember the counted ones. Never raises on odd ids."""
-        inner = wrappers(batch)
+        keys = [span.trace_id + span.span_id for span in batch]
+        inner = wrappers(batch, keys)
         with self._lock:
-            counted, parents = self._counted, self._parents
-            for span in batch:
-                key = span.trace_id + span.span_id
-                parent = span.parent_span_id
-                pkey = span.trace_id + parent if parent and parent != span.span_id else None
+            if len(self._counted) >= self.max_keys or len(self._parents) >= self.max_keys:
+                self._old_counted, self._counted = self._counted, {}
+                self._old_parents, self._parents = self._parents, {}
+            counted, old_counted = self._counted, self._old_counted
+            parents, old_parents = self._parents, self._old_parents
+            for span, key in zip(batch, keys, strict=True):
                 dup = inner.get(key) if inner else None
                 if dup is None:
-                    dup = parents.get(key)
-                if dup is None and pkey is not None and counted.get(pkey) is not None:
+                    dup = parents.get(key) or old_parents.get(key)
+                parent = span.parent_span_id
+                pkey = span.trace_id + parent if parent and parent != span.span_id else None
+                if dup is None and pkey is not None and (pkey in counted or pkey in old_counted):
                     dup = parent
                 if dup is not None:
                     span.duplicate_of = dup
                     self.duplicates += 1
                     continue
-                counted.put(key, "")
+                counted[key] = None
                 if pkey is not None:
-                    parents.put(pkey, span.span_id)
+                    parents[pkey] = span.span_id
 
 
 class DedupProcessor:
