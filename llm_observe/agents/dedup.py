@@ -40,21 +40,27 @@ from llm_observe.span import LlmSpan
 DEFAULT_MAX_KEYS = 65_536  # ~2 x 65k x ~120 B: ~16 MB at most
 
 
-def wrappers(batch: Sequence[LlmSpan], keys: Sequence[str]) -> dict[str, str]:
+def parent_keys(batch: Sequence[LlmSpan]) -> list[str | None]:
+    """Each span's trace id + parent id (None for a root or a self-parenting span)."""
+    return [span.trace_id + p if (p := span.parent_span_id) and p != span.span_id else None
+            for span in batch]
+
+
+def wrappers(batch: Sequence[LlmSpan], keys: Sequence[str],
+             pkeys: Sequence[str | None]) -> dict[str, str]:
     """trace+span key -> direct LLM child's span id, for the wrappers of one batch
-    (``keys[i]`` is ``batch[i]``'s trace id + span id).
+    (``keys[i]`` / ``pkeys[i]``: ``batch[i]``'s trace + span id / trace + parent id).
 
     A wrapper is an LLM span with an LLM child. A cycle of parent ids (A under B under A:
     broken or hostile input) has no innermost span: the walk breaks it at the span where it
     closes, which is counted. Each span is walked once: O(n) for any shape.
     """
-    child: dict[str, int] = {}  # trace+parent -> index of an LLM child in the batch
-    for i, span in enumerate(batch):
-        parent = span.parent_span_id
-        if parent and parent != span.span_id:  # self-parenting names no wrapper
-            child.setdefault(span.trace_id + parent, i)
-    if not child or child.keys().isdisjoint(keys):  # the usual batch: no wrapper
+    if set(pkeys).isdisjoint(keys):  # the usual batch: no LLM span under another
         return {}
+    child: dict[str, int] = {}  # trace+parent -> index of an LLM child in the batch
+    for i, pkey in enumerate(pkeys):
+        if pkey is not None:
+            child.setdefault(pkey, i)
     out: dict[str, str] = {}
     done: set[str] = set()
     for start in keys:
@@ -101,21 +107,19 @@ class WrapperMemory:
         """Set ``duplicate_of`` (the counted span's id) on every span of ``batch`` that is not
         the counted one of its call; remember the counted ones. Never raises on odd ids."""
         keys = [span.trace_id + span.span_id for span in batch]
-        inner = wrappers(batch, keys)
+        pkeys = parent_keys(batch)
+        inner = wrappers(batch, keys, pkeys)
         with self._lock:
             if len(self._counted) >= self.max_keys or len(self._parents) >= self.max_keys:
                 self._old_counted, self._counted = self._counted, {}
                 self._old_parents, self._parents = self._parents, {}
             counted, old_counted = self._counted, self._old_counted
             parents, old_parents = self._parents, self._old_parents
-            for span, key in zip(batch, keys, strict=True):
-                dup = inner.get(key) if inner else None
-                if dup is None:
-                    dup = parents.get(key) or old_parents.get(key)
-                parent = span.parent_span_id
-                pkey = span.trace_id + parent if parent and parent != span.span_id else None
+            for span, key, pkey in zip(batch, keys, pkeys, strict=True):
+                dup = (inner.get(key) if inner else None) or parents.get(key) \
+                    or old_parents.get(key)
                 if dup is None and pkey is not None and (pkey in counted or pkey in old_counted):
-                    dup = parent
+                    dup = span.parent_span_id
                 if dup is not None:
                     span.duplicate_of = dup
                     self.duplicates += 1

@@ -131,4 +131,4 @@ def test_memory_is_bounded() -> None:
     for i in range(10_000):
         memory.mark([span(f"c{i}", f"p{i}", trace=f"{i:032x}")])
     assert len(memory) <= 4 * 101  # two maps, two generations, max_keys + one batch each
-    assert wrappers([], []) == {}
+    assert wrappers([], [], []) == {}
