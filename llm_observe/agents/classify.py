@@ -4,7 +4,8 @@ One rule table per producer, tried in order; the first that matches decides
 (docs/attribute-mapping.md, "Agents, tools, workflows, MCP", with sources):
 
 1. MCP (semconv ``mcp.method.name``; the MCP Python SDK's own spans carry it): a SERVER
-   span is a server operation, any other kind a client one. Tool name ``gen_ai.tool.name``.
+   span is a server operation, any other kind a client one. Tool name ``gen_ai.tool.name``,
+   else (the SDK's client span has none) from a ``tools/call`` span's name.
 2. GenAI semconv ``gen_ai.operation.name``: ``invoke_agent`` (``gen_ai.agent.name``),
    ``execute_tool`` (``gen_ai.tool.name``, ``gen_ai.tool.type``), ``invoke_workflow``
    (``gen_ai.workflow.name``).
@@ -87,12 +88,22 @@ def _text(a: Any, key: str, decode: Decode) -> str | None:
     return value[:MAX_NAME_CHARS] or None
 
 
+def _mcp_target(span_name: str, method: str) -> str:
+    """The tool of a ``tools/call`` span that names it only in the span name: the MCP SDK's
+    client span is ``MCP send tools/call <tool>`` (mcp 2.3 ``shared/jsonrpc_dispatcher.py``),
+    semconv's ``{mcp.method.name} {target}``."""
+    if method != "tools/call":
+        return ""
+    name = span_name.removeprefix("MCP send ")
+    return name[len(method) + 1:][:MAX_NAME_CHARS] if name.startswith(method + " ") else ""
+
+
 def _kind_and_name(span: Any, a: Any, decode: Decode) -> tuple[str, str | None, str] | None:
     """(kind, name, tool type) of a span, or None when it is none of ours."""
     method = _text(a, MCP_METHOD, decode)
     if method is not None:
         kind = MCP_SERVER if span.kind == SPAN_KIND_SERVER else MCP_CLIENT
-        return kind, _text(a, TOOL_NAME, decode) or "", ""
+        return kind, _text(a, TOOL_NAME, decode) or _mcp_target(span.name, method), ""
     op = _text(a, OPERATION, decode)
     if op in _OPERATIONS:
         kind, key = _OPERATIONS[op]

@@ -100,6 +100,24 @@ def test_mcp_client_and_server_by_span_kind() -> None:
                      kind=SpanKind.CLIENT)) == ("mcp_client", "", "", "initialize", "")
 
 
+def test_the_mcp_python_sdks_own_spans() -> None:
+    # mcp 2.3: the client span (shared/jsonrpc_dispatcher.py) names the tool only in its
+    # name; the server span (server/_otel.py) carries gen_ai.tool.name and execute_tool
+    client = {"mcp.method.name": "tools/call", "jsonrpc.request.id": "7"}
+    assert shape(one("MCP send tools/call lookup", client, kind=SpanKind.CLIENT)) == \
+        ("mcp_client", "lookup", "", "tools/call", "")
+    assert shape(one("MCP send tools/list", {"mcp.method.name": "tools/list",
+                                             "jsonrpc.request.id": "8"},
+                     kind=SpanKind.CLIENT)) == ("mcp_client", "", "", "tools/list", "")
+    server = {"mcp.method.name": "tools/call", "mcp.protocol.version": "2025-11-25",
+              "jsonrpc.request.id": "7", "gen_ai.operation.name": "execute_tool",
+              "gen_ai.tool.name": "lookup", "error.type": "tool_error"}
+    assert shape(one("tools/call lookup", server, kind=SpanKind.SERVER, error=True)) == \
+        ("mcp_server", "lookup", "", "tools/call", "tool_error")
+    assert shape(one("MCP send tools/call " + "x" * 10_000, client,
+                     kind=SpanKind.CLIENT)) == ("mcp_client", "x" * 256, "", "tools/call", "")
+
+
 def test_error_type_from_the_attribute_or_the_status() -> None:
     tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
     assert one("t", {**tool, "error.type": "tool_error"}).error_type == "tool_error"
