@@ -3,20 +3,23 @@ openai-agents captures in test_metrics_e2e; here the rule table row by row), and
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.trace import SpanKind, Tracer
 
 from llm_observe.agents.classify import AgentOp
-from tests.agents.helpers import walk_built
-from tests.receiver.conftest import T0
+from llm_observe.otlp.walk import decode_request
+from tests.agents.helpers import Run, walk_built
+from tests.receiver.conftest import T0, record_spans
 
 
 def ops(*spans: tuple[str, dict[str, Any]], kind: SpanKind = SpanKind.INTERNAL,
         error: bool = False, nested: bool = False, duration_ms: int = 250) -> list[AgentOp]:
     def build(t: Tracer) -> None:
-        from opentelemetry import trace
         from opentelemetry.trace import Status, StatusCode
         parent = t.start_span("app", start_time=T0) if nested else None
         ctx = trace.set_span_in_context(parent) if parent is not None else None
@@ -160,3 +163,27 @@ def test_an_agent_span_with_no_children_is_one_run() -> None:
     found = ops(("invoke_agent lonely", {"gen_ai.operation.name": "invoke_agent",
                                          "gen_ai.agent.name": "lonely"}))
     assert [shape(o) for o in found] == [("agent", "lonely", "", "", "")]
+
+
+def test_a_request_of_20000_tool_spans_with_a_name_and_a_call_id_each_stays_bounded() -> None:
+    def build(t: Tracer) -> None:
+        run = t.start_span("invoke_agent big", start_time=T0, attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "big"})
+        ctx = trace.set_span_in_context(run)
+        for i in range(20_000):
+            s = t.start_span("execute_tool", context=ctx, start_time=T0, attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"tool-{i}",
+                "gen_ai.tool.call.id": f"call-{i}", "gen_ai.conversation.id": f"conv-{i}"})
+            s.end(end_time=T0 + 1_000_000)
+        run.end(end_time=T0 + 10**9)
+    request = encode_spans(record_spans(build)).SerializeToString()
+    run = Run()
+    began = time.perf_counter()
+    w = run.send(decode_request(request))
+    assert time.perf_counter() - began < 30
+    assert len(w.agents) == 20_001
+    assert run.value("gen_ai_execute_tool_duration_seconds_count") == 20_000  # all counted
+    assert run.value("gen_ai_invoke_agent_duration_seconds_count") == 1  # no children needed
+    names = {s.labels["gen_ai_tool_name"] for m in run.collector.registry.collect()
+             for s in m.samples if s.name == "gen_ai_execute_tool_duration_seconds_count"}
+    assert len(names) == 501 and "__overflow__" in names  # max_models (500) + overflow
