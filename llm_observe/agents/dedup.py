@@ -14,8 +14,8 @@ The rule (docs/attribute-mapping.md, "One call, one count"):
   wrapper over fallback attempts should not be counted beside the attempts either.
 - Same request: the wrapper gets ``duplicate_of`` = its child's span id.
 - Across requests (a child usually ends, and is exported, before its wrapper): every counted
-  LLM span leaves two keys in a bounded memory — its own (trace, span) and its
-  (trace, parent). A later span whose own key is a remembered parent is a wrapper of a
+  LLM span leaves two keys in a bounded memory — the hash of its own (trace, span) and
+  of its (trace, parent). A later span whose own key is a remembered parent is a wrapper of a
   counted call; a later span whose parent is a remembered counted span is the inner call of
   a counted wrapper (the wrapper came first). Either way the later one is not counted, so
   the call counts once whichever order the requests come in.
@@ -37,19 +37,30 @@ from collections.abc import Sequence
 
 from llm_observe.span import LlmSpan
 
-DEFAULT_MAX_KEYS = 65_536  # ~2 x 65k x ~120 B: ~16 MB at most
+DEFAULT_MAX_KEYS = 65_536  # int keys: a few MB at most
 
 
-def parent_keys(batch: Sequence[LlmSpan]) -> list[str | None]:
-    """Each span's trace id + parent id (None for a root or a self-parenting span)."""
-    return [span.trace_id + p if (p := span.parent_span_id) and p != span.span_id else None
-            for span in batch]
+def span_keys(batch: Sequence[LlmSpan]) -> list[int]:
+    """Each span's key: the hash of (trace id, span id).
+
+    An int, not the 48-character string: remembering 2 x 65k of them costs a fraction of the
+    memory and allocation. str hashes are salted per process (PYTHONHASHSEED), so a sender
+    cannot aim a collision at another trace's span; a chance collision (2**-64 per pair)
+    would skip counting one call.
+    """
+    return [hash((span.trace_id, span.span_id)) for span in batch]
 
 
-def wrappers(batch: Sequence[LlmSpan], keys: Sequence[str],
-             pkeys: Sequence[str | None]) -> dict[str, str]:
-    """trace+span key -> direct LLM child's span id, for the wrappers of one batch
-    (``keys[i]`` / ``pkeys[i]``: ``batch[i]``'s trace + span id / trace + parent id).
+def parent_keys(batch: Sequence[LlmSpan]) -> list[int | None]:
+    """Each span's parent key (None for a root or a self-parenting span)."""
+    return [hash((span.trace_id, p)) if (p := span.parent_span_id) and p != span.span_id
+            else None for span in batch]
+
+
+def wrappers(batch: Sequence[LlmSpan], keys: Sequence[int],
+             pkeys: Sequence[int | None]) -> dict[int, str]:
+    """span key -> direct LLM child's span id, for the wrappers of one batch
+    (``keys[i]`` / ``pkeys[i]``: ``batch[i]``'s key / parent key).
 
     A wrapper is an LLM span with an LLM child. A cycle of parent ids (A under B under A:
     broken or hostile input) has no innermost span: the walk breaks it at the span where it
@@ -57,17 +68,17 @@ def wrappers(batch: Sequence[LlmSpan], keys: Sequence[str],
     """
     if set(pkeys).isdisjoint(keys):  # the usual batch: no LLM span under another
         return {}
-    child: dict[str, int] = {}  # trace+parent -> index of an LLM child in the batch
+    child: dict[int, int] = {}  # parent key -> index of an LLM child in the batch
     for i, pkey in enumerate(pkeys):
         if pkey is not None:
             child.setdefault(pkey, i)
-    out: dict[str, str] = {}
-    done: set[str] = set()
+    out: dict[int, str] = {}
+    done: set[int] = set()
     for start in keys:
         if start in done or start not in child:
             continue
-        path: dict[str, None] = {}  # insertion-ordered: the walk from start
-        at: str | None = start
+        path: dict[int, None] = {}  # insertion-ordered: the walk from start
+        at: int | None = start
         while at is not None and at not in done and at not in path:
             path[at] = None
             inner = child.get(at)
@@ -91,10 +102,10 @@ class WrapperMemory:
 
     def __init__(self, max_keys: int = DEFAULT_MAX_KEYS) -> None:
         self.max_keys = max_keys
-        self._counted: dict[str, None] = {}
-        self._old_counted: dict[str, None] = {}
-        self._parents: dict[str, str] = {}
-        self._old_parents: dict[str, str] = {}
+        self._counted: dict[int, None] = {}  # keys of counted LLM spans
+        self._old_counted: dict[int, None] = {}
+        self._parents: dict[int, str] = {}  # parent key -> id of its counted LLM child
+        self._old_parents: dict[int, str] = {}
         self._lock = threading.Lock()
         self.duplicates = 0
 
@@ -106,7 +117,7 @@ class WrapperMemory:
     def mark(self, batch: Sequence[LlmSpan]) -> None:
         """Set ``duplicate_of`` (the counted span's id) on every span of ``batch`` that is not
         the counted one of its call; remember the counted ones. Never raises on odd ids."""
-        keys = [span.trace_id + span.span_id for span in batch]
+        keys = span_keys(batch)
         pkeys = parent_keys(batch)
         inner = wrappers(batch, keys, pkeys)
         with self._lock:
