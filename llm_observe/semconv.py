@@ -117,8 +117,14 @@ FINISH_REASON_ALIASES: Final[dict[str, str]] = {
     "COMPLETE": "stop",  # Cohere
     "ERROR_TOXIC": "content_filter",  # Cohere
     "tool-calls": "tool_calls",  # Vercel AI SDK (LanguageModel finish reasons)
+    # GenAI semconv gen_ai.response.finish_reasons / output message finish_reason
+    # ("tool_call"); OpenAI's is "tool_calls": one reason, one label value
+    "tool_call": "tool_calls",
     "content-filter": "content_filter",
 }
+
+
+FINISH_TOOL_CALLS: Final = "tool_calls"
 
 
 def normalize_finish_reason(value: str | None) -> str | None:

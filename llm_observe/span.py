@@ -36,7 +36,6 @@ MAX_ATTEMPTED_MODELS = 64
 MAX_COST_USD_MICRO = 10**12  # a reported cost over $1M for one call is garbage
 STATUSES = frozenset({semconv.STATUS_SUCCESS, semconv.STATUS_ERROR})
 
-
 # UUID4's version and variant bits, set on 128 random bits.
 _UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
 _UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
@@ -134,6 +133,7 @@ class LlmSpan:
     source: str = "api"
     position: tuple[int, int, int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    duplicate_of: str | None = None  # the span counted for this call, not this (agents.dedup)
 
     @property
     def has_retries(self) -> bool:

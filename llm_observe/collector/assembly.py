@@ -12,6 +12,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from llm_observe.collector.exporters.agents import AgentExporter, AgentMetrics
 from llm_observe.collector.exporters.prometheus import LabelLimits, LlmMetrics, PrometheusExporter
 from llm_observe.collector.settings import Settings
 from llm_observe.pipeline import Exporter, Pipeline, Processor
@@ -40,12 +41,13 @@ class Collector:
 
 def build_collector(settings: Settings, registry: CollectorRegistry | None = None,
                     exporters: list[Exporter] | None = None) -> Collector:
-    """Load config; assemble tokens → cost → scan → sampling → embedding → toolchain.
+    """Load config; assemble dedup → tokens → cost → scan → sampling → embedding → toolchain.
 
     ``exporters`` (the OTLP forwarder, a test sink) run before the Prometheus exporter:
     a batch is counted only once every exporter that may refuse it took it (count after
     commit, :meth:`Pipeline.submit`).
     """
+    from llm_observe.agents.dedup import DedupProcessor
     from llm_observe.pricing import load_price_table
     from llm_observe.processors.cost import CostProcessor
     from llm_observe.processors.scan import ScanProcessor
@@ -55,10 +57,9 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     price_table = load_price_table(settings.config_file("model_prices.yaml"))
     scanner = Scanner(load_patterns(settings.config_file("patterns.yaml")))
     registry = registry if registry is not None else CollectorRegistry()
-    metrics = LlmMetrics(registry, LabelLimits(models=settings.max_models,
-                                               services=settings.max_services,
-                                               label_sets=settings.max_label_sets),
-                         genai=settings.genai_metrics)
+    limits = LabelLimits(models=settings.max_models, services=settings.max_services,
+                         label_sets=settings.max_label_sets)
+    metrics = LlmMetrics(registry, limits, genai=settings.genai_metrics)
     tracker: Any = ToolChainTracker()
     if settings.redis_url is not None and settings.redis_state:
         from llm_observe.processors.chainstore import RedisChainTracker
@@ -69,6 +70,7 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     # does not import prometheus_client, so the in-process library can price spans)
     registry.register(cost.reported)  # type: ignore[arg-type]
     processors: list[Processor] = [
+        DedupProcessor(),  # first: every later stage sees which spans count (agents.dedup)
         TokensProcessor(max_text_chars=settings.max_text_chars), cost,
         ScanProcessor(scanner, max_text_chars=settings.max_text_chars), SamplingProcessor(),
     ]
@@ -80,7 +82,8 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     processors.append(ToolchainProcessor(tracker, blocking=not isinstance(tracker,
                                                                           ToolChainTracker)))
     extra = list(exporters or [])
-    pipeline = Pipeline(processors, [*extra, PrometheusExporter(metrics)])
+    agents = AgentExporter(AgentMetrics(registry, limits, metrics.label_overflow))
+    pipeline = Pipeline(processors, [*extra, PrometheusExporter(metrics), agents])
     registry.register(PipelineStats(pipeline))
     return Collector(settings=settings, registry=registry, metrics=metrics, pipeline=pipeline,
                      price_table=price_table, cost=cost, scanner=scanner, tracker=tracker,

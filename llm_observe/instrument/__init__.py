@@ -12,6 +12,7 @@ to ``OTEL_EXPORTER_OTLP_ENDPOINT`` (default localhost:4317). See docs/instrument
 from __future__ import annotations
 
 from llm_observe.instrument import patching
+from llm_observe.instrument.agents import OperationSpan, agent_span, tool_span
 from llm_observe.instrument.client import instrument_client, uninstrument_clients
 from llm_observe.instrument.context import capture_content, session, set_capture_content
 from llm_observe.instrument.decorator import observe
@@ -29,10 +30,12 @@ from llm_observe.instrument.tracing import get_tracer, use_tracer_provider
 
 __all__ = [
     "CountingBatchSpanProcessor",
+    "OperationSpan",
     "Patcher",
     "SpanHandle",
     "TablePatcher",
     "Wrap",
+    "agent_span",
     "capture_content",
     "current_span",
     "init_auto_instrumentation",
@@ -46,6 +49,7 @@ __all__ = [
     "register_patcher",
     "session",
     "set_capture_content",
+    "tool_span",
     "uninstrument_all",
     "use_tracer_provider",
 ]

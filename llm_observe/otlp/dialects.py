@@ -18,6 +18,7 @@ import dataclasses
 from typing import Any
 
 from llm_observe import semconv as sc
+from llm_observe.agents.toolturn import shows_tool_call
 from llm_observe.otlp import texts, usage
 from llm_observe.otlp.plan import (
     LANGFUSE_LLM_TYPES,
@@ -131,6 +132,8 @@ def map_span(span: Any, service_name: str,
     start, events = span.start_time_unix_nano, span.events
 
     finish = finish_reason(a, p.finish) if p.finish else None
+    if (finish is None or finish == "stop") and shows_tool_call(a, p):
+        finish = sc.FINISH_TOOL_CALLS  # a tool-call turn reported as stop (agents.toolturn)
     if p.status:
         status = small(a[p.status])
         if type(status) is not str or status not in _STATUSES:

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_observe import semconv as sc
+from llm_observe.agents.classify import AgentOp, classify
 from llm_observe.errors import PermanentError
 from llm_observe.otlp.dialects import SpanRejected, map_span
-from llm_observe.otlp.wire import Request, Resource, decode_value
+from llm_observe.otlp.values import small
+from llm_observe.otlp.wire import Request, Resource, decode_value, is_error_status
 from llm_observe.span import LlmSpan
 
 DEFAULT_SERVICE = "default"
@@ -53,6 +55,7 @@ class Walked:
     n_other: int = 0
     rejected: list[str] = field(default_factory=list)
     bad: list[Position] = field(default_factory=list)  # rejected spans, in request order
+    agents: list[AgentOp] = field(default_factory=list)  # agent/tool/workflow/MCP spans
 
     @property
     def n_accepted(self) -> int:
@@ -124,6 +127,9 @@ def walk(request: Any) -> Walked:
                     continue
                 if mapped is None:
                     n_other += 1
+                    op = classify(span, service, small, is_error_status)
+                    if op is not None:  # forwarded like any other span, and measured
+                        out.agents.append(op)
                 else:
                     llm.append(mapped)
     out.n_other = n_other

@@ -33,7 +33,7 @@ from typing import Any
 from llm_observe import semconv
 from llm_observe.span import LlmSpan, TransitionSpan
 
-TOOL_CALLS = "tool_calls"
+TOOL_CALLS = semconv.FINISH_TOOL_CALLS  # "tool_call" (GenAI semconv) is normalised onto it
 # $1M for one LLM call: 100M tokens (span.MAX_TOKENS) at the dearest list price is a
 # few $10k, so only garbage reaches it.
 MAX_STEP_COST_USD_MICRO = 10**12
@@ -175,6 +175,8 @@ class ToolchainProcessor:
         self.blocking = blocking
 
     def process(self, batch: list[LlmSpan]) -> None:
+        # a call two instrumentations describe is one step of the chain (agents.dedup)
+        batch = [span for span in batch if span.duplicate_of is None]
         states = self.tracker.track_many([
             (span.trace_id, span.cost_usd_micro, span.span_id, span.finish_reason, False)
             for span in batch])

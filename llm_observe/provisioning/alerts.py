@@ -57,6 +57,12 @@ class AlertParams:
     injection_for: str = "0s"
     pii_burst: int = 20
     pii_for: str = "0s"
+    # agents: error share of a tool's calls / of an MCP method's client calls (over
+    # ``rate_window``, only with at least ``min_calls`` calls)
+    tool_error_ratio: float = 0.10
+    tool_error_for: str = "10m"
+    mcp_error_ratio: float = 0.05
+    mcp_error_for: str = "10m"
     # a model without a price showed up within ``unpriced_window``
     unpriced_window: str = "15m"
     unpriced_for: str = "0s"

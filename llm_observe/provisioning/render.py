@@ -10,7 +10,7 @@ at every start, so a new image brings new dashboards)::
     collector/collector.env           the collector's own settings (LLM_OBSERVE_* lines)
     grafana/grafana.ini               Grafana server settings (WAL, no default password)
     grafana/provisioning/...          datasources + dashboard provider
-    grafana/dashboards/*.json         the four dashboards of spec 2.7 + the GenAI-metrics one
+    grafana/dashboards/*.json         the four dashboards of spec 2.7, the GenAI and agents ones
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ OUTPUTS: tuple[tuple[str, str], ...] = (
     ("grafana/dashboards/llm-security-safety.json.j2",
      "grafana/dashboards/llm-security-safety.json"),
     ("grafana/dashboards/llm-genai-semconv.json.j2", "grafana/dashboards/llm-genai-semconv.json"),
+    ("grafana/dashboards/llm-agents-tools.json.j2", "grafana/dashboards/llm-agents-tools.json"),
 )
 # Grafana logs an error for each provisioning folder it cannot read; create them empty.
 EMPTY_DIRS = ("grafana/provisioning/plugins", "grafana/provisioning/alerting")

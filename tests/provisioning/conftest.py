@@ -60,7 +60,8 @@ class MetricsSource:
         return self.ports[0]
 
 
-def _start_serve(api: int, metrics: int, redis_url: str | None = None) -> subprocess.Popen[str]:
+def _start_serve(api: int, metrics: int, redis_url: str | None = None,
+                 otlp_http: int = 0) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_OBSERVE_")}
     env["LLM_OBSERVE_EMBEDDING_ENABLED"] = "false"
     if redis_url:
@@ -68,7 +69,7 @@ def _start_serve(api: int, metrics: int, redis_url: str | None = None) -> subpro
     proc = subprocess.Popen(
         [sys.executable, "-m", "llm_observe.cli", "serve", "--host", "127.0.0.1",
          "--port", str(api), "--metrics-port", str(metrics), "--otlp-port", "0",
-         "--otlp-http-port", "0"],
+         "--otlp-http-port", str(otlp_http)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     deadline = time.monotonic() + START_TIMEOUT_S

@@ -8,6 +8,8 @@ from typing import Any
 
 from llm_observe.provisioning.render import DASHBOARD_FILES
 
+AGENTS_DASHBOARD = "llm-agents-dashboard"  # proven by test_agents_dashboard.py
+
 
 def load_dashboards(out_dir: Path) -> dict[str, dict[str, Any]]:
     """uid -> dashboard JSON of every rendered dashboard file."""

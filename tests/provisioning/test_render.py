@@ -29,7 +29,13 @@ SPEC_DASHBOARDS = {  # spec 2.7: uid -> title
     "llm-security-safety-dashboard": "LLM Security & Safety",
 }
 # beside the spec's four: the one that needs only the OTel GenAI metrics
-EXTRA_DASHBOARDS = {"llm-genai-semconv-dashboard": "LLM GenAI (OTel semantic-convention metrics)"}
+EXTRA_DASHBOARDS = {"llm-genai-semconv-dashboard": "LLM GenAI (OTel semantic-convention metrics)",
+                    "llm-agents-dashboard": "LLM Agents & Tools"}
+AGENT_EXPOSED = {f"{h}_{s}" for h in (
+    "gen_ai_invoke_agent_duration_seconds", "gen_ai_execute_tool_duration_seconds",
+    "gen_ai_invoke_workflow_duration_seconds", "mcp_client_operation_duration_seconds",
+    "mcp_server_operation_duration_seconds") for s in ("bucket", "sum", "count")}
+AGENT_LABELS = {"gen_ai_agent_name", "gen_ai_tool_name", "gen_ai_workflow_name"}
 GENAI_EXPOSED = {f"gen_ai_client_{h}_{s}" for h in (
     "token_usage", "operation_duration_seconds", "operation_time_to_first_chunk_seconds")
     for s in ("bucket", "sum", "count")}
@@ -138,8 +144,10 @@ def test_dashboards_have_the_spec_titles_uids_and_a_sound_layout(native: Path) -
                 assert t["datasource"] == {"type": "prometheus", "uid": "prometheus"}
         for p in data:
             for t in targets_of(p):
-                names = set(re.findall(r"\b(?:llm|gen_ai)_[a-z_]+\b", t["expr"])) - GENAI_LABELS
-                allowed = GENAI_EXPOSED if uid in EXTRA_DASHBOARDS else EXPOSED
+                names = set(re.findall(r"\b(?:llm|gen_ai|mcp)_[a-z_]+\b", t["expr"])) \
+                    - GENAI_LABELS - AGENT_LABELS - {"mcp_method_name"}
+                allowed = AGENT_EXPOSED if uid == "llm-agents-dashboard" else \
+                    GENAI_EXPOSED if uid in EXTRA_DASHBOARDS else EXPOSED
                 assert names and names <= allowed, (p["title"], names - allowed)
         (t,) = targets_of(alerts)
         assert t["expr"].startswith("ALERTS{") and t["format"] == "table", t
@@ -147,6 +155,7 @@ def test_dashboards_have_the_spec_titles_uids_and_a_sound_layout(native: Path) -
             assert t["expr"] == f'ALERTS{{dashboard=~"{uid}|collector"}}'
         names = [v["name"] for v in board["templating"]["list"]]
         assert names == (["service", "provider", "model"] if uid in SPEC_DASHBOARDS
+                         else ["agent", "tool"] if uid == "llm-agents-dashboard"
                          else ["provider", "model"])
         assert board["refresh"] == "10s"  # spans visible within 5-10 s (spec 2.7 / 8)
 

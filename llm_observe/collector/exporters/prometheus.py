@@ -108,6 +108,8 @@ class LlmMetrics:
         group = self.sets.group
         genai = self.genai is not None
         for span in batch:
+            if span.duplicate_of is not None:  # another span counts this call (agents.dedup)
+                continue
             g = group(span)
             t = tallies.get(g)
             if t is None:

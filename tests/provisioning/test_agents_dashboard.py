@@ -1,0 +1,182 @@
+"""The "LLM Agents & Tools" dashboard, run by a real Prometheus scraping a real collector fed
+agent, tool, workflow and MCP spans over OTLP/HTTP: every panel gives the sent numbers.
+
+Batch A creates every series; the query window opens once Prometheus has scraped A, then
+batch B (the same spans, new ids) is sent: each series' increase in the window is B's, and
+one target's series share one extrapolation factor, so shares, ratios and quantiles come
+out exact (as in test_dashboard_queries.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
+
+from llm_observe.collector.exporters.agents import AGENT_BUCKETS_S
+from llm_observe.provisioning.local_prometheus import (
+    start_local_prometheus,
+    stop_local_prometheus,
+)
+from llm_observe.provisioning.params import RenderParams
+from llm_observe.provisioning.render import render_all
+from tests.provisioning.conftest import _start_serve, _stop, free_port, wait_ready
+from tests.provisioning.dashboards import AGENTS_DASHBOARD, load_dashboards, targets_of
+from tests.provisioning.scenario import Scenario, one_label, quantile, wait_for
+from tests.receiver.conftest import T0, record_spans
+
+# (kind, name, seconds, error type, span kind, method): what batch A and B each hold
+SENT: list[tuple[str, str, float, str, SpanKind, str]] = [
+    *[("invoke_agent", "planner", 2.0, "", SpanKind.INTERNAL, "")] * 3,
+    ("invoke_agent", "support", 30.0, "", SpanKind.INTERNAL, ""),
+    *[("execute_tool", "search", 0.3, "", SpanKind.INTERNAL, "")] * 3,
+    ("execute_tool", "search", 0.3, "TimeoutError", SpanKind.INTERNAL, ""),
+    *[("execute_tool", "lookup", 1.5, "", SpanKind.INTERNAL, "")] * 2,
+    *[("invoke_workflow", "triage", 5.0, "", SpanKind.INTERNAL, "")] * 2,
+    *[("mcp", "lookup", 0.05, "", SpanKind.CLIENT, "tools/call")] * 2,
+    *[("mcp", "lookup", 0.05, "tool_error", SpanKind.CLIENT, "tools/call")] * 2,
+    *[("mcp", "", 0.02, "", SpanKind.CLIENT, "tools/list")] * 2,
+    *[("mcp", "lookup", 0.04, "", SpanKind.SERVER, "tools/call")] * 3,
+]
+NAME_KEY = {"invoke_agent": "gen_ai.agent.name", "execute_tool": "gen_ai.tool.name",
+            "invoke_workflow": "gen_ai.workflow.name", "mcp": "gen_ai.tool.name"}
+
+
+def batch() -> bytes:
+    def build(t: Tracer) -> None:
+        for op, name, seconds, error, kind, method in SENT:
+            attrs: dict[str, Any] = {NAME_KEY[op]: name} if name else {}
+            if op == "mcp":
+                attrs["mcp.method.name"] = method
+            else:
+                attrs["gen_ai.operation.name"] = op
+            if error:
+                attrs["error.type"] = error
+            span = t.start_span(f"{op} {name}", kind=kind, start_time=T0, attributes=attrs)
+            if error:
+                span.set_status(Status(StatusCode.ERROR))
+            span.end(end_time=T0 + round(seconds * 1e9))
+    return encode_spans(record_spans(build)).SerializeToString()
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+    out = tmp_path_factory.mktemp("agents")
+    render_all(RenderParams(), out)
+    api, metrics, otlp, ui = free_port(), free_port(), free_port(), free_port()
+    serve = _start_serve(api, metrics, otlp_http=otlp)
+    prom = start_local_prometheus(out, metrics, ui, scrape_interval="1s")
+    try:
+        wait_ready(ui, prom)
+        client = httpx.Client(base_url=f"http://127.0.0.1:{ui}", timeout=10.0)
+
+        def send() -> None:
+            r = httpx.post(f"http://127.0.0.1:{otlp}/v1/traces", content=batch(),
+                           headers={"content-type": "application/x-protobuf"})
+            assert r.status_code == 200, r.text
+        count = "sum(gen_ai_invoke_agent_duration_seconds_count)"
+        send()
+        wait_for(client, count, 4)
+        begin = time.time()
+        wait_for(client, f'count(timestamp(up{{job="llm-observe"}}) > {begin})', 1)
+        send()
+        wait_for(client, count, 8)
+        time.sleep(1.5)  # a few more scrapes after B
+        at = time.time()
+        yield Scenario(prom=client, at=at, window_s=round(at - begin, 3), f=1.0, costs=[],
+                       dashboards=load_dashboards(Path(out)))
+    finally:
+        stop_local_prometheus(prom)
+        _stop(serve)
+
+
+VARS = {"agent": ".*", "tool": ".*"}
+
+
+def panel(s: Scenario, title: str) -> dict[str, dict[str, float]]:
+    """Each target's instant result of the panel, keyed by its legend-format labels."""
+    (p,) = [p for p in s.dashboards[AGENTS_DASHBOARD]["panels"] if p["title"] == title]
+    out = {}
+    for t in targets_of(p):
+        result = s.instant(s.expr(t["expr"], VARS))
+        assert result, (title, t["refId"])
+        out[t["refId"]] = {" ".join(v for k, v in key if k != "le"): value
+                           for key, value in result.items()}
+    return out
+
+
+def q(value: float, p: float) -> float:
+    return quantile(p, [value], AGENT_BUCKETS_S)
+
+
+def ratios(values: dict[str, float]) -> dict[str, float]:
+    low = min(values.values())
+    return {k: round(v / low, 6) for k, v in values.items()}
+
+
+def test_every_panel_is_checked(scenario: Scenario) -> None:
+    titles = {p["title"] for p in scenario.dashboards[AGENTS_DASHBOARD]["panels"]}
+    assert titles == {*CHECKED, "Alerts"}
+
+
+def test_runs_and_calls_per_second_are_in_the_ratio_sent(scenario: Scenario) -> None:
+    assert ratios(panel(scenario, "Agent runs per second by agent")["A"]) == \
+        {"planner": 3.0, "support": 1.0}
+    assert ratios(panel(scenario, "Tool calls per second by tool")["A"]) == \
+        {"search": 2.0, "lookup": 1.0}
+    mcp = panel(scenario, "MCP operations per second by method")
+    assert ratios(mcp["A"]) == {"tools/call": 2.0, "tools/list": 1.0}
+    assert set(mcp["B"]) == {"tools/call"}
+    # absolute: B's counts over the window, times one extrapolation factor in [1, 2)
+    f = mcp["B"]["tools/call"] * scenario.window_s / 3
+    assert 1.0 <= f < 2.0
+
+
+def test_error_shares_are_exact(scenario: Scenario) -> None:
+    shares = panel(scenario, "Tool error share by tool (%)")["A"]
+    assert shares == pytest.approx({"search": 25.0, "lookup": 0.0})
+    mcp = panel(scenario, "MCP error share by method and tool (%)")["A"]
+    # keys: label values in label-name order; a tool-less method has no tool label
+    assert mcp == pytest.approx({"lookup tools/call": 50.0, "tools/list": 0.0})
+
+
+def test_duration_quantiles_are_the_buckets_of_the_sent_durations(scenario: Scenario) -> None:
+    agent = panel(scenario, "Agent run duration p50 / p95 by agent (s)")
+    assert agent["A"] == pytest.approx({"planner": q(2.0, 0.5), "support": q(30.0, 0.5)})
+    assert agent["B"] == pytest.approx({"planner": q(2.0, 0.95), "support": q(30.0, 0.95)})
+    tool = panel(scenario, "Tool duration p95 by tool (s)")["A"]
+    assert tool == pytest.approx({"search": q(0.3, 0.95), "lookup": q(1.5, 0.95)})
+    wf = panel(scenario, "Workflow duration p50 / p95 by workflow (s)")
+    assert wf["A"] == pytest.approx({"triage": q(5.0, 0.5)})
+    assert wf["B"] == pytest.approx({"triage": q(5.0, 0.95)})
+
+
+def test_variables_list_the_sent_names(scenario: Scenario) -> None:
+    variables = {v["name"]: v["query"]["query"]
+                 for v in scenario.dashboards[AGENTS_DASHBOARD]["templating"]["list"]}
+    found = {}
+    for name, query in variables.items():
+        metric, label = query.removeprefix("label_values(").removesuffix(")").split(", ")
+        r = scenario.prom.get(f"/api/v1/label/{label}/values", params={"match[]": metric})
+        found[name] = set(r.json()["data"])
+    assert found == {"agent": {"planner", "support"}, "tool": {"search", "lookup"}}
+
+
+def test_selecting_one_tool_filters_the_tool_panels(scenario: Scenario) -> None:
+    (p,) = [p for p in scenario.dashboards[AGENTS_DASHBOARD]["panels"]
+            if p["title"] == "Tool error share by tool (%)"]
+    result = scenario.instant(scenario.expr(p["targets"][0]["expr"],
+                                            {**VARS, "tool": "search"}))
+    assert one_label(result, "gen_ai_tool_name") == pytest.approx({"search": 25.0})
+
+
+CHECKED = {"Agent runs per second by agent", "Agent run duration p50 / p95 by agent (s)",
+           "Tool calls per second by tool", "Tool error share by tool (%)",
+           "Tool duration p95 by tool (s)", "Workflow duration p50 / p95 by workflow (s)",
+           "MCP operations per second by method", "MCP error share by method and tool (%)"}
