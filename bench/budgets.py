@@ -38,22 +38,23 @@ from typing import Any
 
 BUDGETS = Path(__file__).with_name("budgets.json")
 TOLERANCE = 0.05
-# Each workload: (units per measured section, unit name). Sections run in this order.
-WORKLOADS: dict[str, tuple[int, str]] = {
-    "chain_text": (200, "span"),
-    "chain_plain": (200, "span"),
-    "walk_map": (512, "span"),  # one request of bench.receiver.BATCH spans
-    "exposition": (1, "render"),
-    "openai_call_unpatched": (50, "call"),
-    "openai_call_patched": (50, "call"),
+# Each workload: the units (spans, renders, calls) of its measured section, run in this order.
+WORKLOADS: dict[str, int] = {
+    "chain_text": 200,
+    "chain_plain": 200,
+    "walk_map": 512,  # one request of bench.receiver.BATCH spans
+    "exposition": 1,
+    "openai_call_unpatched": 50,
+    "openai_call_patched": 50,
 }
-# Figures judged against budgets: the section's instructions per unit, or a difference.
-FIGURES: dict[str, Callable[[dict[str, float]], float]] = {
-    "chain_text": lambda per: per["chain_text"],
-    "chain_plain": lambda per: per["chain_plain"],
-    "walk_map": lambda per: per["walk_map"],
-    "exposition": lambda per: per["exposition"],
-    "openai_call_added": lambda per: per["openai_call_patched"] - per["openai_call_unpatched"],
+# Figures judged against budgets: (unit, the section's instructions per unit or a difference).
+FIGURES: dict[str, tuple[str, Callable[[dict[str, float]], float]]] = {
+    "chain_text": ("span", lambda per: per["chain_text"]),
+    "chain_plain": ("span", lambda per: per["chain_plain"]),
+    "walk_map": ("span", lambda per: per["walk_map"]),
+    "exposition": ("render", lambda per: per["exposition"]),
+    "openai_call_added": ("call", lambda per: per["openai_call_patched"]
+                          - per["openai_call_unpatched"]),
 }
 
 
@@ -77,7 +78,7 @@ def _chain(text: bool) -> tuple[Callable[[], None], Callable[[], None]]:
     from llm_observe.processors.tokens import TokensProcessor
     from llm_observe.scan import Scanner, load_patterns
 
-    n = WORKLOADS["chain_text"][0]
+    n = WORKLOADS["chain_text"]
     metrics = LlmMetrics(CollectorRegistry())
     chain = ProcessorChain([TokensProcessor(), CostProcessor(load_price_table()),
                             ScanProcessor(Scanner(load_patterns())), SamplingProcessor()])
@@ -98,7 +99,7 @@ def _walk_map() -> tuple[Callable[[], None], Callable[[], None]]:
     from bench.receiver import BATCH, make_requests
     from llm_observe.otlp.walk import decode_request, walk
 
-    assert WORKLOADS["walk_map"][0] == BATCH
+    assert WORKLOADS["walk_map"] == BATCH
     requests = make_requests(2, text=True)
 
     def run(data: list[bytes]) -> None:
@@ -129,7 +130,7 @@ def _exposition() -> tuple[Callable[[], None], Callable[[], None]]:
         for _ in range(times):
             exposition.render()
 
-    return (lambda: run(1)), (lambda: run(WORKLOADS["exposition"][0]))
+    return (lambda: run(1)), (lambda: run(WORKLOADS["exposition"]))
 
 
 def _openai(patched: bool) -> tuple[Callable[[], None], Callable[[], None]]:
@@ -171,7 +172,8 @@ def _openai(patched: bool) -> tuple[Callable[[], None], Callable[[], None]]:
         for _ in range(times):
             client.chat.completions.create(model="gpt-4o", messages=messages)  # type: ignore[call-overload]
 
-    return (lambda: run(1)), (lambda: run(WORKLOADS["openai_call_patched"][0]))
+    name = "openai_call_patched" if patched else "openai_call_unpatched"
+    return (lambda: run(1)), (lambda: run(WORKLOADS[name]))
 
 
 SETUPS: dict[str, Callable[[], tuple[Callable[[], None], Callable[[], None]]]] = {
@@ -224,7 +226,7 @@ def measure() -> dict[str, float]:
     # dump k (1-based) holds the counts since dump k-1; the measured parts are the dumps
     # that end at each workload's second marker: 2, 4, 6, ... after set-up dumps 1, 3, 5.
     per: dict[str, float] = {}
-    for i, (name, (units, _)) in enumerate(WORKLOADS.items()):
+    for i, (name, units) in enumerate(WORKLOADS.items()):
         per[name] = totals[2 * i + 2] / units
     return per
 
@@ -235,14 +237,14 @@ def _interpreter() -> str:
 
 def check(update: bool) -> int:
     per = measure()
-    figures = {name: fn(per) for name, fn in FIGURES.items()}
+    figures = {name: fn(per) for name, (_, fn) in FIGURES.items()}
     saved = json.loads(BUDGETS.read_text()) if BUDGETS.exists() else {}
     budgets: dict[str, Any] = saved.get("budgets", {})
     same_python = saved.get("python", "").split(" (")[0] == _interpreter().split(" (")[0]
     failed = []
     for name, value in figures.items():
         budget = budgets.get(name, {}).get("instructions")
-        unit = WORKLOADS.get(name, WORKLOADS["openai_call_patched"])[1]
+        unit = FIGURES[name][0]
         verdict = "no budget"
         if budget:
             ratio = value / budget
@@ -255,7 +257,7 @@ def check(update: bool) -> int:
         BUDGETS.write_text(json.dumps({
             "python": _interpreter(), "tolerance": TOLERANCE,
             "budgets": {name: {"instructions": round(value),
-                               "unit": WORKLOADS.get(name, ("", "call"))[1]}
+                               "unit": FIGURES[name][0]}
                         for name, value in figures.items()}}, indent=2) + "\n")
         print(f"budgets: wrote {BUDGETS.name}; commit it with a message that says why")
         return 0

@@ -10,8 +10,8 @@ Labels take bounded values only: stage names, span kinds, outcomes, gRPC status 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Final, TypeVar
 from weakref import WeakKeyDictionary
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -97,24 +97,27 @@ class ForwarderMetrics:
                                  buckets=EXPORT_BUCKETS_S, registry=r)
 
 
-_receivers: WeakKeyDictionary[CollectorRegistry, ReceiverMetrics] = WeakKeyDictionary()
-_forwarders: WeakKeyDictionary[CollectorRegistry, ForwarderMetrics] = WeakKeyDictionary()
+_M = TypeVar("_M")
 
 
-def receiver_metrics(registry: CollectorRegistry) -> ReceiverMetrics:
-    """The receiver's families on ``registry`` (created once per registry)."""
-    metrics = _receivers.get(registry)
-    if metrics is None:
-        metrics = _receivers[registry] = ReceiverMetrics(registry)
-    return metrics
+def per_registry(families: Callable[[CollectorRegistry], _M]) -> Callable[[CollectorRegistry], _M]:
+    """A getter of ``families(registry)`` made once per registry (a family can be registered
+    on a registry only once; the registry, not this memo, keeps it alive)."""
+    made: WeakKeyDictionary[CollectorRegistry, _M] = WeakKeyDictionary()
+
+    def get(registry: CollectorRegistry) -> _M:
+        metrics = made.get(registry)
+        if metrics is None:
+            metrics = made[registry] = families(registry)
+        return metrics
+
+    return get
 
 
-def forwarder_metrics(registry: CollectorRegistry) -> ForwarderMetrics:
-    """The forwarder's families on ``registry`` (created once per registry)."""
-    metrics = _forwarders.get(registry)
-    if metrics is None:
-        metrics = _forwarders[registry] = ForwarderMetrics(registry)
-    return metrics
+receiver_metrics = per_registry(ReceiverMetrics)
+"""The receiver's families on a registry (created once per registry)."""
+forwarder_metrics = per_registry(ForwarderMetrics)
+"""The forwarder's families on a registry (created once per registry)."""
 
 
 class PipelineStats(Collector):

@@ -23,11 +23,11 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from llm_observe.httpbody import BodyBusy
+from llm_observe.pipeline.selfmetrics import per_registry
 
 MiB = 1024 * 1024
 KEEPALIVE_MARGIN_S = 1.0
@@ -57,14 +57,7 @@ class GuardMetrics:
                               registry=registry, multiprocess_mode="livesum")
 
 
-_metrics: WeakKeyDictionary[CollectorRegistry, GuardMetrics] = WeakKeyDictionary()
-
-
-def guard_metrics(registry: CollectorRegistry) -> GuardMetrics:
-    metrics = _metrics.get(registry)
-    if metrics is None:
-        metrics = _metrics[registry] = GuardMetrics(registry)
-    return metrics
+guard_metrics = per_registry(GuardMetrics)
 
 
 class BodyBudget:

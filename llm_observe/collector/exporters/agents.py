@@ -20,6 +20,7 @@ new set is counted in the family's all-``__overflow__`` set, and each refusal in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram
@@ -54,6 +55,11 @@ _FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 
 
+def _name_label(kind: str) -> str:
+    """The family's name label: the first label, after the method for MCP."""
+    return _FAMILIES[kind][2][1 if kind in (MCP_CLIENT, MCP_SERVER) else 0]
+
+
 class AgentMetrics:
     """The five histogram families on one registry; ``overflow`` is
     ``llm_observe_label_overflow`` (LlmMetrics.label_overflow), shared with the eight."""
@@ -64,10 +70,12 @@ class AgentMetrics:
                          for kind, (name, help_, labels) in _FAMILIES.items()}
         self._overflow = overflow
         self._budgets = {kind: LabelBudget(limits.label_sets) for kind in _FAMILIES}
-        self._names = {kind: LabelGuard(limits.models) for kind in _FAMILIES}
-        self._error = LabelGuard(limits.error_types)
-        self._tool_type = LabelGuard(MAX_TOOL_TYPES)
-        self._method = LabelGuard(MAX_MCP_METHODS)
+        self._names = {kind: LabelGuard(limits.models, partial(self._overflowed, _name_label(kind)))
+                       for kind in _FAMILIES}
+        self._error = LabelGuard(limits.error_types, partial(self._overflowed, "error_type"))
+        self._tool_type = LabelGuard(MAX_TOOL_TYPES,
+                                     partial(self._overflowed, "gen_ai_tool_type"))
+        self._method = LabelGuard(MAX_MCP_METHODS, partial(self._overflowed, "mcp_method_name"))
         self._sets: dict[tuple[str, ...], Any] = {}  # by exposed labels (kind first)
         self._by_raw: dict[tuple[str, ...], Any] = {}
 
@@ -84,15 +92,13 @@ class AgentMetrics:
 
     def _child(self, op: AgentOp) -> Any:
         kind = op.kind
-        error = self._guarded(self._error, "error_type", op.error_type) if op.error_type else ""
-        name = self._guarded(self._names[kind], _FAMILIES[kind][2][1 if kind in (
-            MCP_CLIENT, MCP_SERVER) else 0], op.name) if op.name else ""
+        error = self._error(op.error_type) if op.error_type else ""
+        name = self._names[kind](op.name) if op.name else ""
         if kind == TOOL:
             labels: tuple[str, ...] = (
-                name, self._guarded(self._tool_type, "gen_ai_tool_type", op.tool_type)
-                if op.tool_type else "", error)
+                name, self._tool_type(op.tool_type) if op.tool_type else "", error)
         elif kind in (MCP_CLIENT, MCP_SERVER):
-            labels = (self._guarded(self._method, "mcp_method_name", op.method), name, error)
+            labels = (self._method(op.method), name, error)
         else:
             labels = (name, error)
         key = (kind, *labels)
@@ -109,13 +115,6 @@ class AgentMetrics:
         if child is None:
             child = self._sets[over] = self.families[kind].labels(*over[1:])
         return child
-
-    def _guarded(self, guard: LabelGuard, label: str, value: str) -> str:
-        before = guard.overflowed
-        out = guard(value)
-        if guard.overflowed > before:
-            self._overflowed(label)
-        return out
 
     def _overflowed(self, label: str) -> None:
         self._overflow.labels(label).inc()

@@ -28,6 +28,7 @@ per line plus at most 128 bytes of label values per unit). At the default B = 10
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from llm_observe.collector.exporters.genai import OPERATION, OTHER_ERROR, GenAiSet
@@ -91,19 +92,20 @@ class LabelSets:
 
     def __init__(self, metrics: LlmMetrics, limits: LabelLimits) -> None:
         self._m = metrics
-        self._model = LabelGuard(limits.models)
-        self._provider = LabelGuard(limits.providers)
-        self._service = LabelGuard(limits.services)
-        self._finish = LabelGuard(limits.finish_reasons)
+        self._overflow_counters: dict[str, Any] = {}
+        self._model = LabelGuard(limits.models, partial(self._overflowed, "model"))
+        self._provider = LabelGuard(limits.providers, partial(self._overflowed, "provider"))
+        self._service = LabelGuard(limits.services, partial(self._overflowed, "service_name"))
+        self._finish = LabelGuard(limits.finish_reasons,
+                                  partial(self._overflowed, "finish_reason"))
         self._group_budget = LabelBudget(limits.label_sets)
         self._spans_budget = LabelBudget(limits.label_sets)
         self._finish_budget = LabelBudget(limits.label_sets)
-        self._error = LabelGuard(limits.error_types)
+        self._error = LabelGuard(limits.error_types, partial(self._overflowed, "error_type"))
         self._genai_budget = LabelBudget(limits.label_sets)
         self._genai_sets: dict[tuple[str, str, str, str, str], GenAiSet] = {}
         self._groups: dict[tuple[str, str, str], Group] = {}
         self._by_raw: dict[tuple[str, str, str], Group] = {}
-        self._overflow_counters: dict[str, Any] = {}
 
     def group(self, span: LlmSpan) -> Group:
         """The span's group: cached by raw names; a new one is guarded and budgeted."""
@@ -111,9 +113,8 @@ class LabelSets:
         group = self._by_raw.get(raw)
         if group is not None:
             return group
-        key = (self._guarded(self._model, "model", span.model),
-               self._guarded(self._provider, "provider", span.provider),
-               self._guarded(self._service, "service_name", span.service_name))
+        key = (self._model(span.model), self._provider(span.provider),
+               self._service(span.service_name))
         group = self._groups.get(key)
         if group is None:
             if key != OVERFLOW_KEY and self._group_budget.take(2 * label_units(*key)):
@@ -128,7 +129,7 @@ class LabelSets:
 
     def finish_child(self, g: Group, reason: str) -> Any:
         """The ``llm_finish_reason_total`` child of ``g`` for ``reason``, cached on ``g``."""
-        label = self._guarded(self._finish, "finish_reason", reason)
+        label = self._finish(reason)
         child = g.finish_sets.get(label)
         if child is None:
             if g.key == OVERFLOW_KEY or self._finish_budget.take(label_units(*g.key, label)):
@@ -165,9 +166,9 @@ class LabelSets:
         into the all-``__overflow__`` one (two at most: with and without an error type),
         counted in ``llm_observe_label_overflow_total{label="genai_label_set"}``.
         """
-        actual, err = (k[0], self._guarded(self._error, "error_type", k[1] or OTHER_ERROR)) \
+        actual, err = (k[0], self._error(k[1] or OTHER_ERROR)) \
             if isinstance(k, tuple) else (k, "")
-        response = self._guarded(self._model, "model", actual) if actual else g.key[0]
+        response = self._model(actual) if actual else g.key[0]
         labels = (OPERATION, semconv_provider(g.key[1]), g.key[0], response)
         key = (*labels, err)
         s = self._genai_sets.get(key)
@@ -195,13 +196,6 @@ class LabelSets:
         if group is None:  # exempt from the budget: it is where the refusals go
             group = self._groups[OVERFLOW_KEY] = Group(self._m, OVERFLOW_KEY)
         return group
-
-    def _guarded(self, guard: LabelGuard, label: str, value: str | None) -> str:
-        before = guard.overflowed
-        out = guard(value)
-        if guard.overflowed > before:
-            self._overflowed(label)
-        return out
 
     def _overflowed(self, label: str) -> None:
         counter = self._overflow_counters.get(label)

@@ -14,6 +14,8 @@ on the cached per-span path):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 OVERFLOW = "__overflow__"
 MAX_LABEL_CHARS = 128
 # One budget unit: a label set whose caller-given values take up to this many bytes in
@@ -46,14 +48,16 @@ def label_units(*values: str) -> int:
 class LabelGuard:
     """Caps one label's distinct values; values past the cap become ``__overflow__``.
 
-    Values are cleaned (:func:`clean_label`) and cut to MAX_LABEL_CHARS. Not
-    thread-safe: used from the collector's event-loop thread only.
+    Values are cleaned (:func:`clean_label`) and cut to MAX_LABEL_CHARS; ``on_overflow``
+    is called for each value turned away (the exporters count it). Not thread-safe: used
+    from the collector's event-loop thread only.
     """
 
-    __slots__ = ("limit", "overflowed", "seen")
+    __slots__ = ("limit", "on_overflow", "overflowed", "seen")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, on_overflow: Callable[[], object] | None = None) -> None:
         self.limit = limit
+        self.on_overflow = on_overflow
         self.seen: set[str] = set()  # clean values only
         self.overflowed = 0
 
@@ -67,6 +71,8 @@ class LabelGuard:
             return value
         if len(self.seen) >= self.limit:
             self.overflowed += 1
+            if self.on_overflow is not None:
+                self.on_overflow()
             return OVERFLOW
         self.seen.add(value)
         return value
