@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from llm_observe import semconv as sc
-from llm_observe.otlp import walk
+from llm_observe.otlp import policy, walk
 from llm_observe.otlp.redact import needs_redaction, redact_span
 from llm_observe.otlp.walk import ScopeGroup, Walked
 from llm_observe.otlp.wire import (
@@ -56,8 +56,14 @@ class Encoder:
     single operations are atomic under the GIL; a lost entry is only recomputed."""
 
     def __init__(self, *, redact_pii: bool = True, max_spans: int = 512,
-                 max_bytes: int = 4 * 1024 * 1024) -> None:
-        self.redact_pii = redact_pii
+                 max_bytes: int = 4 * 1024 * 1024, text: str | None = None,
+                 spans: str = "all") -> None:
+        """``text``: a destination's text policy (:mod:`otlp.policy`; default by
+        ``redact_pii``), ``spans``: its span filter."""
+        text = text or ("redacted" if redact_pii else "full")
+        self.redact_pii = text == "redacted"
+        self.drop_texts = text == "none"
+        self.spans = spans
         self.max_spans = max_spans
         self.max_bytes = max_bytes
         self._strings: dict[str, bytes] = {}  # small caches of encoded values: costs,
@@ -72,12 +78,14 @@ class Encoder:
         items = self._received(batch, origin) if origin is not None else []
         groups: dict[tuple[int, int], ScopeGroup] = {}
         for span in batch:
+            if self.spans != "all" and not policy.keeps(span, self.spans):
+                continue
             position = span.position if origin is not None else None
             if position is None:
                 message, group = fresh_span(span), self._api_group(span.service_name)
                 self._enrich(message, span)
                 pairs.append((group, message.SerializeToString()))
-            if span.transition is not None:
+            if span.transition is not None and self.spans == "all":
                 if position is not None:
                     assert origin is not None
                     key = (position[0], position[1])
@@ -96,11 +104,20 @@ class Encoder:
             if span.position is not None:
                 r, s, i = span.position
                 self._enrich(resource_spans[r].scope_spans[s].spans[i], span)
-        for r, s, i in reversed(origin.bad):
-            del resource_spans[r].scope_spans[s].spans[i]
+        n = origin.n_accepted
+        if self.spans == "all":
+            for r, s, i in reversed(origin.bad):
+                del resource_spans[r].scope_spans[s].spans[i]
+        else:  # the kept LLM spans only (a rejected span is in no batch)
+            n = policy.filter_spans(copy, {span.position for span in batch if span.position
+                                           and policy.keeps(span, self.spans)})
+            if not n:
+                return []
+        if self.drop_texts:
+            policy.drop_all_texts(copy)
         data: bytes = copy.SerializeToString()
         if len(data) <= self.max_bytes:
-            return [Item(origin.n_accepted, data)]  # a request is its resource_spans fields
+            return [Item(n, data)]  # a request is its resource_spans fields
         return self.pack((group, span.SerializeToString())
                          for group, members in walk.groups(copy) for span in members)
 
@@ -163,6 +180,8 @@ class Encoder:
             a[sc.PROCESSING_NOTES] = encode_value(list(span.notes))
         if self.redact_pii and needs_redaction(span):
             redact_span(message, span)
+        elif self.drop_texts:
+            policy.drop_texts(message)
 
     def _int(self, value: int) -> bytes:
         data = self._ints.get(value)

@@ -62,39 +62,73 @@ class ReceiverMetrics:
 
 
 class ForwarderMetrics:
-    """Queue, spool and delivery of the OTLP forwarder."""
+    """Queue, spool and delivery of the OTLP forwarder, one series per ``destination``
+    (the name in destinations.yaml; ``tempo`` for ``tempo_endpoint``): see :meth:`bind`."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
+        d = ["destination"]
         self.queue_spans = Gauge("llm_observe_otlp_queue_spans",
                                  "Spans held in memory by the forwarder (queued or in flight)",
-                                 registry=r, multiprocess_mode=LIVESUM)
+                                 d, registry=r, multiprocess_mode=LIVESUM)
         self.queue_bytes = Gauge("llm_observe_otlp_queue_bytes",
-                                 "Encoded bytes held in memory by the forwarder", registry=r,
+                                 "Encoded bytes held in memory by the forwarder", d, registry=r,
                                  multiprocess_mode=LIVESUM)
         self.spool_spans = Gauge("llm_observe_otlp_spool_spans",
-                                 "Spans waiting in the on-disk spool", registry=r,
+                                 "Spans waiting in the on-disk spool", d, registry=r,
                                  multiprocess_mode=LIVESUM)
         self.spool_bytes = Gauge("llm_observe_otlp_spool_bytes",
-                                 "Bytes in the on-disk spool", registry=r,
+                                 "Bytes in the on-disk spool", d, registry=r,
                                  multiprocess_mode=LIVESUM)
         self.exported = Counter("llm_observe_otlp_exported_spans",
-                                "Spans the trace backend accepted", registry=r)
+                                "Spans the trace backend accepted", d, registry=r)
         self.requests = Counter("llm_observe_otlp_export_requests",
-                                "Forward attempts by outcome (ok, retryable, permanent)",
-                                ["outcome"], registry=r)
+                                "Forward attempts by outcome (ok, retryable, permanent, "
+                                "too_large)", [*d, "outcome"], registry=r)
         self.retries = Counter("llm_observe_otlp_export_retries",
-                               "Forward attempts that failed and will be retried, by gRPC code",
-                               ["code"], registry=r)
+                               "Forward attempts that failed and will be retried, by code (gRPC "
+                               "status name; http_<status>, timeout, connect, tls, closed)",
+                               [*d, "code"], registry=r)
         self.failures = Counter("llm_observe_otlp_export_failures",
-                                "Forward attempts that failed, by gRPC code", ["code"], registry=r)
+                                "Forward attempts that failed, by code (as for retries)",
+                                [*d, "code"], registry=r)
         self.dropped = Counter("llm_observe_otlp_dropped_spans",
                                "Spans given up, by reason (permanent_error, rejected_by_backend, "
-                               "shutdown = undelivered at exit with no spool, spool_error)",
-                               ["reason"], registry=r)
+                               "too_large, shutdown = undelivered at exit with no spool, "
+                               "spool_error, destination_full = another destination took them)",
+                               [*d, "reason"], registry=r)
         self.seconds = Histogram("llm_observe_otlp_export_seconds",
-                                 "Duration of one forward attempt, seconds",
+                                 "Duration of one forward attempt, seconds", d,
                                  buckets=EXPORT_BUCKETS_S, registry=r)
+
+    def bind(self, destination: str) -> DestinationMetrics:
+        """The families with ``destination`` filled in (what one forwarder updates)."""
+        return DestinationMetrics(self, destination)
+
+
+class _Partial:
+    """A labelled family with its first label (the destination) given."""
+
+    __slots__ = ("_family", "_first")
+
+    def __init__(self, family: Counter, first: str) -> None:
+        self._family, self._first = family, first
+
+    def labels(self, *values: str) -> Counter:
+        return self._family.labels(self._first, *values)
+
+
+class DestinationMetrics:
+    """One destination's series: the attributes of :class:`ForwarderMetrics`, bound."""
+
+    def __init__(self, families: ForwarderMetrics, destination: str) -> None:
+        f, d = families, destination
+        self.destination = destination
+        self.queue_spans, self.queue_bytes = f.queue_spans.labels(d), f.queue_bytes.labels(d)
+        self.spool_spans, self.spool_bytes = f.spool_spans.labels(d), f.spool_bytes.labels(d)
+        self.exported, self.seconds = f.exported.labels(d), f.seconds.labels(d)
+        self.requests, self.retries = _Partial(f.requests, d), _Partial(f.retries, d)
+        self.failures, self.dropped = _Partial(f.failures, d), _Partial(f.dropped, d)
 
 
 _M = TypeVar("_M")

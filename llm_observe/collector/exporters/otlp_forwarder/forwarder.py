@@ -1,24 +1,21 @@
-"""The OTLP forwarder: enriched spans on to Tempo (any OTLP/gRPC trace backend).
-
-Reliability is a chain, after the OTel collector's ``exporterhelper``:
-bounded queue (spans *and* bytes, :mod:`.queue`) -> batches -> one attempt with a
-timeout -> retry with exponential backoff and jitter on retryable codes, honouring the
-server's RetryInfo (:mod:`.sender`) -> drain within a deadline on shutdown -> optional
-on-disk spool (:mod:`.spool`). A span the pipeline handed over is delivered, or counted
-in ``llm_observe_otlp_dropped_spans_total`` with the reason; never lost silently.
-While the process runs nothing is dropped for being slow: the backend is retried until
-it answers (only a permanent refusal drops a batch), and a full queue makes the doors
-answer backpressure so senders retry. At shutdown a retry wait ends at once and what
-is left goes to the spool (or is counted as dropped).
+"""The OTLP forwarder: enriched spans on to one destination over its transport (OTLP/gRPC
+or OTLP/HTTP, :mod:`.transport`); several destinations are several forwarders under one
+:class:`~.fanout.Fanout`. Reliability is a chain, after the OTel collector's
+``exporterhelper``: bounded queue (spans *and* bytes, :mod:`.queue`) -> batches -> one
+attempt with a timeout -> retry with backoff and jitter on retryable codes, honouring the
+server's delay (:mod:`.sender`) -> drain within a deadline on shutdown -> optional on-disk
+spool (:mod:`.spool`). A span the pipeline handed over is delivered, or counted in
+``llm_observe_otlp_dropped_spans_total`` with the reason. While the process runs nothing
+is dropped for being slow (only a permanent refusal drops a batch); a full queue makes the
+doors answer backpressure. At shutdown what is left goes to the spool (or is counted).
 
 Write-ahead mode (``write_ahead``, needs ``spool_dir``): ``export`` returns only once the
-batch is fsynced in the spool (:mod:`.writeahead`, group commit); there is no memory
-queue, the workers send spool files and delete each once the backend took it, and the
-spool's byte bound is the room. A process killed at any moment loses no span it answered
-OK for: the next start sends the spool.
+batch is fsynced in the spool (:mod:`.writeahead`, group commit); the workers send spool
+files and delete each once the backend took it; the spool's byte bound is the room. A
+process killed at any moment loses no span it answered OK for.
 
-Runs on the collector's event loop; the queue bound is soft by the requests in
-flight at the moment it fills (``has_room`` is asked before processing).
+Runs on the collector's event loop; the queue bound is soft by the requests in flight at
+the moment it fills (``has_room`` is asked before processing).
 """
 
 from __future__ import annotations
@@ -29,13 +26,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import grpc
-
+from llm_observe.collector.exporters.otlp_forwarder.grpc_transport import GrpcTransport
 from llm_observe.collector.exporters.otlp_forwarder.probe import SpaceProbe
 from llm_observe.collector.exporters.otlp_forwarder.queue import SendBatch, SendQueue
 from llm_observe.collector.exporters.otlp_forwarder.retry import Backoff
 from llm_observe.collector.exporters.otlp_forwarder.sender import Interrupted, Sender
 from llm_observe.collector.exporters.otlp_forwarder.spool import Spool
+from llm_observe.collector.exporters.otlp_forwarder.transport import Transport
 from llm_observe.collector.exporters.otlp_forwarder.writeahead import GroupCommit
 from llm_observe.otlp.encode import Encoder, Item
 from llm_observe.otlp.walk import Walked
@@ -49,26 +46,31 @@ MiB = 1024 * 1024
 
 
 class OtlpForwarder:
-    """Exporter that forwards spans over OTLP/gRPC; see the module docstring."""
+    """Exporter that forwards spans to one destination; see the module docstring.
+    ``transport`` defaults to OTLP/gRPC to ``endpoint``; ``encoder`` to one that redacts
+    (``redact_pii``) and keeps every span; ``destination`` names the metrics' series."""
 
     name = "otlp"
 
-    def __init__(self, endpoint: str, metrics: ForwarderMetrics, *,
+    def __init__(self, endpoint: str, metrics: ForwarderMetrics, *, destination: str = "tempo",
+                 transport: Transport | None = None, encoder: Encoder | None = None,
                  max_spans: int = 100_000, max_bytes: int = 256 * MiB,
                  batch_spans: int = 512, batch_bytes: int = 4 * MiB, timeout_s: float = 10.0,
                  backoff: Backoff | None = None, workers: int = 2,
                  spool_dir: str | None = None, spool_max_bytes: int = 1024 * MiB,
-                 redact_pii: bool = True, compression: grpc.Compression | None = None,
-                 headers: Sequence[tuple[str, str]] = (), write_ahead: bool = False,
+                 redact_pii: bool = True, write_ahead: bool = False,
                  spool_lock_wait_s: float = 0.0) -> None:
         self.endpoint = endpoint
-        self.metrics = metrics
+        self.destination = destination
+        self.metrics = metrics.bind(destination)
         self.max_spans, self.max_bytes = max_spans, max_bytes
         self.n_workers = workers
-        self.encoder = Encoder(redact_pii=redact_pii, max_spans=batch_spans, max_bytes=batch_bytes)
+        self.encoder = encoder or Encoder(redact_pii=redact_pii, max_spans=batch_spans,
+                                          max_bytes=batch_bytes)
         self._encoding = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-encode")
-        self.sender = Sender(endpoint, metrics, self.encoder, backoff=backoff or Backoff(),
-                             timeout_s=timeout_s, compression=compression, headers=headers)
+        backoff = backoff or Backoff()
+        transport = transport or GrpcTransport(endpoint, timeout_s=timeout_s, backoff=backoff)
+        self.sender = Sender(endpoint, self.metrics, self.encoder, transport, backoff=backoff)
         self.spool = (Spool(spool_dir, spool_max_bytes, spool_lock_wait_s) if spool_dir
                       else None)
         self._queue = SendQueue(batch_spans, batch_bytes)
@@ -100,13 +102,19 @@ class OtlpForwarder:
         """Queue the batch's spans: its received request as it came in plus our
         attributes, or spans built here (REST doors); transition spans beside. In
         write-ahead mode, return once they are on disk (Backpressure if they cannot be)."""
+        await self.deliver(await self.encode(batch))
+
+    async def encode(self, batch: Sequence[LlmSpan]) -> list[Item]:
+        """The batch as this destination's encoder makes it (text policy, span filter)."""
         origin = batch.origin if isinstance(batch, Batch) else None
         received = origin if isinstance(origin, Walked) else None
         if is_large(batch):  # copying and re-encoding a big request would hold the loop
-            items = await asyncio.get_running_loop().run_in_executor(
+            return await asyncio.get_running_loop().run_in_executor(
                 self._encoding, self.encoder.items, batch, received)
-        else:
-            items = self.encoder.items(batch, received)
+        return self.encoder.items(batch, received)
+
+    async def deliver(self, items: list[Item]) -> None:
+        """Queue (or, write-ahead, commit) encoded items; see :meth:`export`."""
         if self._commit is not None:
             await self._write_ahead(self._commit, items)
         else:
@@ -140,7 +148,6 @@ class OtlpForwarder:
         if self.spool is not None:
             self.spool.close()  # a successor may take the directory now
 
-    # --- introspection (tests, status) ---------------------------------------------
     @property
     def queued_spans(self) -> int:
         return self._queue.spans
@@ -207,7 +214,7 @@ class OtlpForwarder:
             return
         self.metrics.dropped.labels("shutdown").inc(spans)
         log.error("dropped %d spans not delivered to %s before shutdown (%s)", spans,
-                  self.endpoint, "no spool_dir set" if self.spool is None else "spool unwritable")
+                  self.destination, "no spool_dir" if self.spool is None else "spool unwritable")
 
     # --- workers ---------------------------------------------------------------------
     def _ensure_started(self) -> None:

@@ -1,0 +1,57 @@
+"""A destination's choice of what leaves: its text policy and its span filter, applied by
+the encoder (:mod:`otlp.encode`) to the copy it sends, never to what was received.
+
+Text policies: ``redacted`` (PII and unscanned text replaced: :mod:`otlp.redact`),
+``full`` (the texts as received: the copy is made from the received request, which is
+never redacted in place, so nothing is kept longer than the batch), ``none`` (every text
+the reader knows, of every span, emptied; keys and message structure stay, so a backend
+still sees the roles and the number of messages). Span filters: ``all``, ``llm`` (LLM
+spans only: agent, tool and other spans of the request are left out), ``sampled`` (LLM
+spans the sampling stage kept: ``llm_observe.is_sampled``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from llm_observe.otlp import texts
+from llm_observe.otlp.redact import SIDES
+
+TEXT_POLICIES: Final = ("redacted", "full", "none")
+SPAN_FILTERS: Final = ("all", "llm", "sampled")
+
+
+def keeps(span: Any, spans: str) -> bool:
+    """Whether the LLM span ``span`` (an ``LlmSpan``) passes the filter ``spans``."""
+    return spans != "sampled" or bool(span.is_sampled)
+
+
+def drop_texts(message: Any) -> None:
+    """Empty every text on a wire span (its attributes and content events)."""
+    sides = texts.both_sides(message.attributes)
+    for which in SIDES:
+        lay = texts.layout(message, sides[which], with_paths=True)
+        for source in lay.sources:
+            texts.write_back(message, source, [""] * len(source.pieces))
+
+
+def drop_all_texts(request: Any) -> None:
+    """:func:`drop_texts` on every span of a request (LLM or not)."""
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                drop_texts(span)
+
+
+def filter_spans(request: Any, keep: set[tuple[int, int, int]]) -> int:
+    """Delete every span of ``request`` whose position is not in ``keep``; the kept count."""
+    kept = 0
+    for r, rs in enumerate(request.resource_spans):
+        for s, ss in enumerate(rs.scope_spans):
+            spans = ss.spans
+            for i in range(len(spans) - 1, -1, -1):
+                if (r, s, i) in keep:
+                    kept += 1
+                else:
+                    del spans[i]
+    return kept
