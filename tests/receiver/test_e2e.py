@@ -84,7 +84,7 @@ async def test_sdk_spans_become_every_series_and_reach_tempo_enriched(
     assert m("llm_observe_receiver_spans_accepted_total", kind="other") == 2
     assert m("llm_observe_receiver_requests_total", outcome="ok") == 1
     await asyncio.sleep(0.05)  # the exported counter moves after the sink answers
-    assert stack.metrics()("llm_observe_otlp_exported_spans_total") == 9
+    assert stack.metrics()("llm_observe_otlp_exported_spans_total", destination="tempo") == 9
 
     forwarded = {s.span_id: s for s in sink.spans()}
     chat = forwarded[spans[0].context.span_id.to_bytes(8, "big")]

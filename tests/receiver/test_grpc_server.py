@@ -194,7 +194,7 @@ async def test_full_queue_answers_resource_exhausted_with_retry_info(
     assert _retry_delay(trailers) == (1, 1)
     m = stack.metrics()
     assert m("llm_observe_receiver_spans_refused_total", reason="backpressure") == 10
-    assert m("llm_observe_otlp_queue_spans") == 10
+    assert m("llm_observe_otlp_queue_spans", destination="tempo") == 10
     labels = {"model": "gpt-4o", "provider": "openai", "service_name": "svc",
               "status": "success", "has_retries": "false"}
     assert m("llm_spans_total", **labels) == 10  # the refused request counted nothing

@@ -47,6 +47,10 @@ def spool_files(directory: Path) -> list[Path]:
 
 
 def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    """One sample by exact labels; a forwarder series' ``destination`` is ``tempo`` (the
+    name of the one-destination case) unless given."""
+    if name.startswith("llm_observe_otlp_"):
+        labels.setdefault("destination", "tempo")
     for family in text_string_to_metric_families(generate_latest(registry).decode()):
         for s in family.samples:
             if s.name == name and s.labels == labels:

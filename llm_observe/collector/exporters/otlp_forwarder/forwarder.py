@@ -41,7 +41,6 @@ from llm_observe.pipeline.selfmetrics import ForwarderMetrics
 from llm_observe.span import LlmSpan
 
 log = logging.getLogger(__name__)
-
 MiB = 1024 * 1024
 
 
@@ -295,9 +294,7 @@ class OtlpForwarder:
         self._update_gauges()
 
     def _update_gauges(self) -> None:
-        m = self.metrics
-        m.queue_spans.set(self._queue.spans)
-        m.queue_bytes.set(self._queue.bytes)
-        if self.spool is not None:
-            m.spool_spans.set(self.spool.spans)
-            m.spool_bytes.set(self.spool.bytes)
+        m, spool = self.metrics, self.spool
+        m.queue_spans.set(self._queue.spans), m.queue_bytes.set(self._queue.bytes)
+        if spool is not None:
+            m.spool_spans.set(spool.spans), m.spool_bytes.set(spool.bytes)
