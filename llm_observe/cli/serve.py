@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
             otlp_port=args.otlp_port, otlp_http_port=args.otlp_http_port,
             config_dir=args.config_dir,
             metrics_init=False if args.no_metrics_init else None)
+        _check_destinations(settings)  # a bad destinations.yaml stops here, not in each worker
         if workers > 1:
             from llm_observe.cli.supervisor import supervise
             return supervise(settings, args, workers)
@@ -122,6 +123,15 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(_serve(collector, args, alerts, index))
     except StartupError as exc:
         return _fail(str(exc), EXIT_RUNTIME)
+
+
+def _check_destinations(settings: Any) -> None:
+    """ConfigError naming the file and entry when the destinations do not check out."""
+    try:
+        from llm_observe.collector.exporters.otlp_forwarder.destinations import destinations
+    except ImportError:
+        return
+    destinations(settings)
 
 
 def _build(settings: Any, lock_wait_s: float = 0.0) -> Any:
