@@ -145,6 +145,16 @@ else
   echo "$stamp" >"$stamp_file"
 fi
 
+# --- the trace backends of the forwarding tests ----------------------------------------
+# Phoenix and MLflow, each in a venv of its own (never in this one), pinned and cached by a
+# stamp; installed in the background while the rest runs (tests/backends waits for it).
+# LLM_OBSERVE_SKIP_BACKENDS=1 skips them (their tests then skip with one line).
+if [ "${LLM_OBSERVE_SKIP_BACKENDS:-0}" = 1 ]; then
+  say "trace backends skipped (LLM_OBSERVE_SKIP_BACKENDS=1)"
+else
+  PYTHON="$py" bash scripts/install_backends.sh --bg
+fi
+
 # --- the Node packages of the end-to-end tests ---------------------------------------
 # npm ci installs exactly tests/node/package-lock.json; skipped when node_modules was made
 # from the same lockfile (its hash is kept beside the packages).

@@ -36,8 +36,9 @@ flock 9
 for entry in "${backends[@]}"; do
   IFS='|' read -r name reqs module <<<"$entry"
   venv=$dir/$name
-  stamp="$reqs $("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-  if [ -f "$venv/.stamp" ] && [ "$(cat "$venv/.stamp")" = "$stamp" ]; then
+  stamp="$reqs"  # the backend runs as a program of its own: any Python 3.10+ venv will do
+  if [ -f "$venv/.stamp" ] && [ "$(cat "$venv/.stamp")" = "$stamp" ] \
+     && "$venv/bin/python" -c pass >/dev/null 2>&1; then  # (importing them takes seconds)
     say "$name already installed ($reqs)"
     continue
   fi
