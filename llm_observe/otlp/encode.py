@@ -105,6 +105,8 @@ class Encoder:
                 r, s, i = span.position
                 self._enrich(resource_spans[r].scope_spans[s].spans[i], span)
         n = origin.n_accepted
+        if self.drop_texts:  # before any span is deleted: positions still hold
+            policy.drop_other_texts(copy, {span.position for span in batch if span.position})
         if self.spans == "all":
             for r, s, i in reversed(origin.bad):
                 del resource_spans[r].scope_spans[s].spans[i]
@@ -113,8 +115,6 @@ class Encoder:
                                            and policy.keeps(span, self.spans)})
             if not n:
                 return []
-        if self.drop_texts:
-            policy.drop_all_texts(copy)
         data: bytes = copy.SerializeToString()
         if len(data) <= self.max_bytes:
             return [Item(n, data)]  # a request is its resource_spans fields

@@ -35,12 +35,14 @@ def drop_texts(message: Any) -> None:
             texts.write_back(message, source, [""] * len(source.pieces))
 
 
-def drop_all_texts(request: Any) -> None:
-    """:func:`drop_texts` on every span of a request (LLM or not)."""
-    for rs in request.resource_spans:
-        for ss in rs.scope_spans:
-            for span in ss.spans:
-                drop_texts(span)
+def drop_other_texts(request: Any, done: set[tuple[int, int, int]]) -> None:
+    """:func:`drop_texts` on every span of a request but those at ``done`` (the LLM spans,
+    emptied as they were enriched)."""
+    for r, rs in enumerate(request.resource_spans):
+        for s, ss in enumerate(rs.scope_spans):
+            for i, span in enumerate(ss.spans):
+                if (r, s, i) not in done:
+                    drop_texts(span)
 
 
 def filter_spans(request: Any, keep: set[tuple[int, int, int]]) -> int:
