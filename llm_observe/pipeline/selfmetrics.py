@@ -11,7 +11,7 @@ Labels take bounded values only: stage names, span kinds, outcomes, gRPC status 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 from weakref import WeakKeyDictionary
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -129,6 +129,15 @@ class DestinationMetrics:
         self.exported, self.seconds = f.exported.labels(d), f.seconds.labels(d)
         self.requests, self.retries = _Partial(f.requests, d), _Partial(f.retries, d)
         self.failures, self.dropped = _Partial(f.failures, d), _Partial(f.dropped, d)
+
+    def held(self, queue: Any, spool: Any) -> None:
+        """Set the gauges from what the queue (``spans``, ``bytes``) and the spool (or
+        None) hold now."""
+        self.queue_spans.set(queue.spans)
+        self.queue_bytes.set(queue.bytes)
+        if spool is not None:
+            self.spool_spans.set(spool.spans)
+            self.spool_bytes.set(spool.bytes)
 
 
 _M = TypeVar("_M")

@@ -294,7 +294,4 @@ class OtlpForwarder:
         self._update_gauges()
 
     def _update_gauges(self) -> None:
-        m, spool = self.metrics, self.spool
-        m.queue_spans.set(self._queue.spans), m.queue_bytes.set(self._queue.bytes)
-        if spool is not None:
-            m.spool_spans.set(spool.spans), m.spool_bytes.set(spool.bytes)
+        self.metrics.held(self._queue, self.spool)
