@@ -133,3 +133,26 @@ def test_serve_stops_at_start_with_one_line(tmp_path: Path) -> None:
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "destinations.yaml: entry 2 (a): duplicate name 'a'" in lines[0]
+
+
+def test_the_container_forwards_to_its_tempo_and_to_the_mounted_file(tmp_path: Path) -> None:
+    """The container's rendered settings (built-in Tempo, spool on the data volume) plus a
+    destinations.yaml in the mounted config directory: both get every span."""
+    from tests.provisioning.test_render import _env, run_render
+
+    out, data = tmp_path / "prov", tmp_path / "data"
+    assert run_render("--out", str(out), "--profile", "container", "--data-dir", str(data)) == 0
+    config = tmp_path / "config"
+    config.mkdir()
+    write(config, "- {name: langfuse, endpoint: 'https://lf.example/api/public/otel/v1/traces',"
+                  " protocol: http/protobuf, basic_auth: {username: pk, password: sk}}\n")
+    environ = {**_env(out / "collector/collector.env"), "LLM_OBSERVE_CONFIG_DIR": str(config)}
+    settings = Settings.from_env(environ)
+    fan = forwarder_from_settings(settings, CollectorRegistry(), environ={})
+    assert isinstance(fan, Fanout)
+    spools = {f.destination: f.spool.directory for f in fan.forwarders  # type: ignore[union-attr]
+              }
+    assert spools == {"tempo": data / "spool", "langfuse": data / "spool" / "langfuse"}
+    for f in fan.forwarders:
+        assert f.spool is not None
+        f.spool.close()
