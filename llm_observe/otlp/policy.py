@@ -3,9 +3,9 @@ the encoder (:mod:`otlp.encode`) to the copy it sends, never to what was receive
 
 Text policies: ``redacted`` (PII and unscanned text replaced: :mod:`otlp.redact`),
 ``full`` (the texts as received: the copy is made from the received request, which is
-never redacted in place, so nothing is kept longer than the batch), ``none`` (every text
-the reader knows, of every span, emptied; keys and message structure stay, so a backend
-still sees the roles and the number of messages). Span filters: ``all``, ``llm`` (LLM
+never redacted in place, so nothing is kept longer than the batch), ``none`` (every
+text-bearing key the reader knows, of every span, removed: attributes, and the content
+attributes of content events; no text is parsed, so it costs less than redacting). Span filters: ``all``, ``llm`` (LLM
 spans only: agent, tool and other spans of the request are left out), ``sampled`` (LLM
 spans the sampling stage kept: ``llm_observe.is_sampled``).
 """
@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from llm_observe.otlp import texts
 from llm_observe.otlp.redact import SIDES
+from llm_observe.otlp.textkeys import EVENT_METADATA
 
 TEXT_POLICIES: Final = ("redacted", "full", "none")
 SPAN_FILTERS: Final = ("all", "llm", "sampled")
@@ -27,12 +28,19 @@ def keeps(span: Any, spans: str) -> bool:
 
 
 def drop_texts(message: Any) -> None:
-    """Empty every text on a wire span (its attributes and content events)."""
-    sides = texts.both_sides(message.attributes)
+    """Remove every text-bearing key of a wire span (attributes and content events)."""
+    attrs = message.attributes
+    sides = texts.both_sides(attrs)
     for which in SIDES:
-        lay = texts.layout(message, sides[which], with_paths=True)
-        for source in lay.sources:
-            texts.write_back(message, source, [""] * len(source.pieces))
+        for _, family in sides[which]:
+            for key, _ in family.keys:
+                if key in attrs:
+                    del attrs[key]
+    if message.events:
+        for found in texts.content_events(message, message.events).values():
+            for _, event in found:
+                for key in [k for k in event.attributes if k not in EVENT_METADATA]:
+                    del event.attributes[key]
 
 
 def drop_other_texts(request: Any, done: set[tuple[int, int, int]]) -> None:
