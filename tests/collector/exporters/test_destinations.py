@@ -77,6 +77,7 @@ def test_an_entry_of_each_kind_reads_as_written(tmp_path: Path) -> None:
     ("- {name: a, endpoint: 'http://h:1/v1/traces', protocol: grpc}", "entry 1 (a)",
      "gRPC takes host:port"),
     ("- {name: A/B, endpoint: 'h:1', protocol: grpc}", "entry 1 (A/B)", "must be 1-63 of"),
+    ("- {name: worker-1, endpoint: 'h:1', protocol: grpc}", "entry 1 (worker-1)", "not worker-*"),
     ("- {name: a, endpoint: 'h:1', protocol: grpc, headers: {k: '${NOPE}'}}", "entry 1 (a)",
      "${NOPE} is not set"),
     ("- {name: a, endpoint: 'h:1', protocol: grpc, tls: {insecure: true}}", "entry 1 (a)",

@@ -131,9 +131,9 @@ def _entry(entry: Any, env: dict[str, str]) -> Destination:
     if unknown:
         raise ValueError(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(KEYS))})")
     name = _required(entry, "name")
-    if not NAME.match(name):
+    if not NAME.match(name) or name.startswith("worker-"):
         raise ValueError(f"name {name!r} must be 1-63 of a-z, 0-9, '_', '-' (a label and "
-                         "a folder name)")
+                         "a folder name), not worker-* (serve --workers' spool folders)")
     protocol = _choice(entry, "protocol", PROTOCOLS, None)
     endpoint = _endpoint(_required(entry, "endpoint"), protocol)
     headers = [(_header_name(k), _expand(str(v), env, f"headers.{k}"))
