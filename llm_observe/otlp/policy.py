@@ -5,9 +5,9 @@ Text policies: ``redacted`` (PII and unscanned text replaced: :mod:`otlp.redact`
 ``full`` (the texts as received: the copy is made from the received request, which is
 never redacted in place, so nothing is kept longer than the batch), ``none`` (every
 text-bearing key the reader knows, of every span, removed: attributes, and the content
-attributes of content events; no text is parsed, so it costs less than redacting). Span filters: ``all``, ``llm`` (LLM
-spans only: agent, tool and other spans of the request are left out), ``sampled`` (LLM
-spans the sampling stage kept: ``llm_observe.is_sampled``).
+attributes of content events; no text is parsed, so it costs less than redacting).
+Span filters: ``all``, ``llm`` (LLM spans only: agent, tool and other spans of the request
+are left out), ``sampled`` (LLM spans the sampling stage kept: ``llm_observe.is_sampled``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from llm_observe.collector.exporters.otlp_forwarder.destinations import Destinat
 from llm_observe.collector.exporters.otlp_forwarder.fanout import Fanout
 from llm_observe.collector.exporters.otlp_forwarder.forwarder import OtlpForwarder
 from llm_observe.collector.exporters.otlp_forwarder.grpc_transport import GrpcTransport
-from llm_observe.collector.exporters.otlp_forwarder.http_transport import HttpTransport
 from llm_observe.collector.exporters.otlp_forwarder.retry import Backoff
 from llm_observe.collector.exporters.otlp_forwarder.transport import Transport
 from llm_observe.collector.settings import Settings
@@ -60,5 +59,7 @@ def transport(d: Destination, backoff: Backoff) -> Transport:
         return GrpcTransport(d.endpoint, timeout_s=d.timeout_s, backoff=backoff,
                              compression=grpc.Compression.Gzip if d.compression == "gzip"
                              else None, headers=d.headers, tls=d.tls)
+    # imported here: a gRPC-only collector does not need httpx
+    from llm_observe.collector.exporters.otlp_forwarder.http_transport import HttpTransport
     return HttpTransport(d.endpoint, timeout_s=d.timeout_s, gzip_body=d.compression == "gzip",
                          headers=d.headers, tls=d.tls)
