@@ -1,7 +1,8 @@
 """OTLP/HTTP destinations against a real loopback endpoint, and every way one misbehaves:
 4xx forever (counted, dropped by the documented rule, not retried), a hang (the timeout),
 a connection closed mid-answer, a certificate from the wrong authority; Langfuse's path and
-auth against a stand-in that checks what Langfuse checks; and a dead destination beside a
+auth against a stand-in that checks what Langfuse checks; a wrong certificate over gRPC too;
+and a dead destination beside a
 live one."""
 
 from __future__ import annotations
@@ -209,3 +210,38 @@ async def test_a_dead_destination_never_stalls_a_live_one(sink: HttpSink,
         await fan.shutdown(0.2)
     finally:
         await dead.stop()
+
+
+async def test_grpc_with_a_certificate_from_the_wrong_authority(tmp_path: Path) -> None:
+    """The gRPC transport's TLS: the destination's ``ca_file`` is the only trust."""
+    import grpc
+
+    from tests.fakes.otlp_sink import SERVICE, OtlpSink
+
+    right, wrong = make_ca(tmp_path, "right-ca"), make_ca(tmp_path, "wrong-ca")
+    server_context(tmp_path, right)  # writes server.pem / server.key signed by the right CA
+    sink = OtlpSink()
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(sink._export)}),))
+    credentials = grpc.ssl_server_credentials(
+        [((tmp_path / "server.key").read_bytes(), (tmp_path / "server.pem").read_bytes())])
+    port = server.add_secure_port("127.0.0.1:0", credentials)
+    await server.start()
+    try:
+        registry = CollectorRegistry()
+        fwd = make(tmp_path, f"- {{name: g, endpoint: 'https://127.0.0.1:{port}', "
+                             f"protocol: grpc, tls: {{ca_file: '{wrong}'}}}}", registry)
+        await fwd.export(spans(3))
+        await until(lambda: sample(registry, "llm_observe_otlp_export_retries_total",
+                                   destination="g", code="UNAVAILABLE") >= 2)
+        await fwd.shutdown(0.2)
+        assert sink.span_count == 0
+        trusted = make(tmp_path, f"- {{name: g, endpoint: 'https://127.0.0.1:{port}', "
+                                 f"protocol: grpc, tls: {{ca_file: '{right}'}}}}",
+                       CollectorRegistry())
+        await trusted.export(spans(3))
+        await sink.wait_for_spans(3)
+        await trusted.shutdown(5)
+    finally:
+        await server.stop(0)
