@@ -2,8 +2,7 @@
 4xx forever (counted, dropped by the documented rule, not retried), a hang (the timeout),
 a connection closed mid-answer, a certificate from the wrong authority; Langfuse's path and
 auth against a stand-in that checks what Langfuse checks; a wrong certificate over gRPC too;
-and a dead destination beside a
-live one."""
+and a dead destination beside a live one."""
 
 from __future__ import annotations
 
