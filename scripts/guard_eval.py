@@ -28,6 +28,7 @@ import hashlib
 import json
 import sys
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,9 @@ from llm_observe.guard.files import MANIFEST_FILE, MODEL_DIR, GuardFiles, load_f
 from llm_observe.guard.model import GuardModel  # noqa: E402
 from llm_observe.scan import Scanner, load_patterns  # noqa: E402
 from llm_observe.scan.classifier import shared_model  # noqa: E402
+from llm_observe.scan.messages import RoleScanner  # noqa: E402
 from llm_observe.scan.normalize import fold  # noqa: E402
+from llm_observe.scan.patterns import ClassifierConfig  # noqa: E402
 
 TARGET_FA = 0.01
 MAX_WINDOWS = 8
@@ -56,6 +59,11 @@ def scores(rows: list[dict[str, object]], work: Path) -> dict[str, np.ndarray]:
     texts = [str(r["text"]) for r in rows]
     word = shared_model()
     out = {"word": np.array([word.probability(fold(t).text) for t in texts])}
+    patterns = load_patterns()
+    cheap = RoleScanner(Scanner(replace(patterns, classifier=ClassifierConfig(enabled=False))))
+    out["phrase_regex"] = np.array([any(f.type == "injection" for f in cheap.scan(
+        t, None, "tool" if r["role"] == "tool" else "user", every_injection=False))
+        for t, r in zip(texts, rows, strict=True)], dtype=float)
     tuned_files = load_files()
     frozen = np.load(work / "frozen_head.npz")
     base_files = GuardFiles({"head.weight": np.zeros(384, np.float32),
@@ -116,7 +124,8 @@ def main() -> None:
     attack = label == 1
     report: dict[str, object] = {}
     comparison = {}
-    for name, s in sc.items():
+    for name in ("word", "frozen", "tuned"):
+        s = sc[name]
         t = threshold_at(s[untrusted_benign])
         comparison[name] = {
             "threshold_at_1pct": round(t, 4),
@@ -128,72 +137,105 @@ def main() -> None:
             "fa_old_hard_benign": round(float((s[kind == "hard_benign"] >= t).mean()), 4)}
         print(json.dumps({"figure": "matched_fa", "model": name, **comparison[name]}))
     report["comparison"] = comparison
-    # Out-of-fold thresholds per role for the encoder.
-    tuned = sc["tuned"]
-    fold_of = np.array([int(hashlib.sha256(str(r["family"]).encode()).hexdigest(), 16) % 2
-                        for r in rows])
-    thresholds, oof = {}, {}
-    for rl in ("user", "tool"):
-        benign = realistic & (role == rl) if rl == "tool" else (
-            (realistic & (role == "user")) | np.isin(kind, ["benign", "hard_benign",
-                                                            "harmful_request", "prose"]))
-        thresholds[rl] = round(threshold_at(tuned[benign]), 4)
-        fas = []
-        for f in (0, 1):
-            t = threshold_at(tuned[benign & (fold_of == f)])
-            held = benign & (fold_of != f)
-            fas.append(float((tuned[held] >= t).mean()))
-        oof[rl] = {"threshold_all": thresholds[rl], "oof_false_alarms": [round(x, 4) for x in fas],
-                   "benign_texts": int(benign.sum())}
-        print(json.dumps({"figure": "role_threshold", "role": rl, **oof[rl]}))
+    thresholds, oof = select(rows, sc, role, kind, realistic)
+    report["thresholds"] = thresholds
     report["thresholds_oof"] = oof
-    report.update(full_system(rows, sc, thresholds, role, label, kind, length))
+    report.update(full_system(sc, thresholds, role, label, kind, length))
     if args.write:
         path = MODEL_DIR / MANIFEST_FILE
         manifest = json.loads(path.read_text())
-        manifest["thresholds"] = thresholds
+        manifest["thresholds"] = {r: thresholds[r]["encoder"] for r in ("user", "tool")}
+        manifest["word_thresholds"] = {r: thresholds[r]["word"] for r in ("user", "tool")}
+        manifest["gate"] = GATE
         manifest["validation"] = report
         path.write_text(json.dumps(manifest, indent=1) + "\n")
 
 
-def full_system(rows: list[dict[str, object]], sc: dict[str, np.ndarray],
-                thresholds: dict[str, float], role: np.ndarray, label: np.ndarray,
-                kind: np.ndarray, length: np.ndarray) -> dict[str, object]:
-    """Cheap tiers (as shipped, per role) OR the gated encoder, per role and length band."""
-    scanner = Scanner(load_patterns())
-    from llm_observe.scan.messages import RoleScanner
+GATE = 0.05  # word probability at which the encoder reads: hides 2% of attacks, see docs
+WORD_FA, TOTAL_FA, ENCODER_EXTRA = 0.005, 0.01, 0.0025
 
-    rs = RoleScanner(scanner)
-    gate = json.loads((MODEL_DIR / MANIFEST_FILE).read_text()).get("gate", 0.05)
-    out: dict[str, object] = {"gate": gate}
-    cheap = np.array([any(f.type == "injection" for f in rs.scan(
-        str(r["text"]), None, "user" if r["role"] == "system" else str(r["role"]),
-        every_injection=False)) for r in rows])
-    th = np.array([thresholds["tool" if x == "tool" else "user"] for x in role])
-    gated = sc["word"] >= gate
-    enc = gated & (sc["tuned"] >= th)
-    flagged = cheap | enc
-    table: dict[str, dict[str, list[int]]] = defaultdict(dict)
+
+def pools(role: np.ndarray, kind: np.ndarray, realistic: np.ndarray) -> dict[str, np.ndarray]:
+    """Each untrusted role's benign validation texts (user: realistic user turns and the
+    older benign sets, which are user prompts; tool: realistic documents and tool output)."""
+    return {"user": (realistic & (role == "user")) | np.isin(
+                kind, ["benign", "hard_benign", "harmful_request", "prose"]),
+            "tool": realistic & (role == "tool")}
+
+
+def choose(pr: np.ndarray, word: np.ndarray, tuned: np.ndarray) -> tuple[float, float]:
+    """Word threshold at <= WORD_FA alone; then the encoder's lowest threshold keeping the
+    union (phrases/regexes, word, gated encoder) at <= TOTAL_FA, or adding at most
+    ENCODER_EXTRA when the cheap tiers alone are already near it. No attack is looked at."""
+    t_w = threshold_at(word, WORD_FA)
+    base = pr | (word >= t_w)
+    budget = max(TOTAL_FA, base.mean() + ENCODER_EXTRA)
+    candidates = np.sort(np.unique(tuned[(word >= GATE) & ~base]))
+    t_e = 1.0
+    for t in candidates[::-1]:
+        if (base | ((word >= GATE) & (tuned >= t))).mean() > budget:
+            break
+        t_e = float(t)
+    return round(t_w, 4), round(t_e, 4)
+
+
+def select(rows: list[dict[str, object]], sc: dict[str, np.ndarray], role: np.ndarray,
+           kind: np.ndarray, realistic: np.ndarray) -> tuple[dict[str, dict[str, float]],
+                                                             dict[str, object]]:
+    """Thresholds per role on all benign validation texts, and out of fold: chosen on one
+    half of the families, false alarms measured on the other (both ways)."""
+    pr = sc["phrase_regex"].astype(bool)
+    fold_of = np.array([int(hashlib.sha256(str(r["family"]).encode()).hexdigest(), 16) % 2
+                        for r in rows])
+    thresholds: dict[str, dict[str, float]] = {}
+    oof: dict[str, object] = {}
+    for rl, pool in pools(role, kind, realistic).items():
+        t_w, t_e = choose(pr[pool], sc["word"][pool], sc["tuned"][pool])
+        thresholds[rl] = {"word": t_w, "encoder": t_e}
+        held = []
+        for f in (0, 1):
+            a, b = pool & (fold_of == f), pool & (fold_of != f)
+            fw, fe = choose(pr[a], sc["word"][a], sc["tuned"][a])
+            flag = pr[b] | (sc["word"][b] >= fw) | ((sc["word"][b] >= GATE)
+                                                    & (sc["tuned"][b] >= fe))
+            held.append(round(float(flag.mean()), 4))
+        oof[rl] = {"word": t_w, "encoder": t_e, "oof_false_alarms": held,
+                   "benign_texts": int(pool.sum())}
+        print(json.dumps({"figure": "role_thresholds", "role": rl, **oof[rl]}))
+    return thresholds, oof
+
+
+def full_system(sc: dict[str, np.ndarray], thresholds: dict[str, dict[str, float]],
+                role: np.ndarray, label: np.ndarray, kind: np.ndarray,
+                length: np.ndarray) -> dict[str, object]:
+    """Phrases/regexes OR word model OR gated encoder at the chosen per-role thresholds
+    (system text read as unknown = user), per group and length band; and the cheap tiers
+    alone at the same word thresholds."""
+    th_role = np.where(role == "tool", "tool", "user")
+    t_w = np.array([thresholds[r]["word"] for r in th_role])
+    t_e = np.array([thresholds[r]["encoder"] for r in th_role])
+    pr, word, tuned = sc["phrase_regex"].astype(bool), sc["word"], sc["tuned"]
+    cheap = pr | (word >= t_w)
+    flagged = cheap | ((word >= GATE) & (tuned >= t_e))
+    bands = np.array([band(n) for n in length])
+    real = kind == "realistic_benign"
     groups = {"direct attacks": kind == "attack", "indirect attacks": kind == "indirect_attack",
-              "realistic benign user": (kind == "realistic_benign") & (role == "user"),
-              "realistic benign tool": (kind == "realistic_benign") & (role == "tool"),
-              "realistic benign system (as unknown)": (kind == "realistic_benign")
-              & (role == "system"),
-              "older benign + hard benign": np.isin(kind, ["benign", "hard_benign",
-                                                           "harmful_request", "prose"])}
+              "realistic benign user": real & (role == "user"),
+              "realistic benign tool": real & (role == "tool"),
+              "realistic benign system (read as unknown)": real & (role == "system"),
+              "older benign sets (user)": np.isin(kind, ["benign", "hard_benign",
+                                                         "harmful_request", "prose"])}
+    table: dict[str, dict[str, list[int]]] = defaultdict(dict)
     for g, m in groups.items():
         for b in ("<300", "300-800", ">800", "all"):
-            mb = m & (np.array([band(n) for n in length]) == b) if b != "all" else m
+            mb = m & (bands == b) if b != "all" else m
             table[g][b] = [int(flagged[mb].sum()), int(mb.sum()), int(cheap[mb].sum())]
         print(json.dumps({"figure": "full_detector", "group": g, **{
-            b: f"{v[0]}/{v[1]} (cheap {v[2]})" for b, v in table[g].items()}}))
-    out["full_detector"] = table
-    out["gate_share_realistic_benign"] = round(float(gated[kind == "realistic_benign"].mean()), 4)
-    out["gate_recall_loss"] = round(float((~gated & (label == 1) & (sc["tuned"] >= th)).sum()
-                                          / max(1, (label == 1).sum())), 4)
-    print(json.dumps({"figure": "gate", "share_of_realistic_benign_read": out[
-        "gate_share_realistic_benign"], "attacks_the_gate_hides": out["gate_recall_loss"]}))
-    return out
+            b: f"{v[0]}/{v[1]} (cheap tiers alone {v[2]})" for b, v in table[g].items()}}))
+    gate_share = {g: round(float((word[m] >= GATE).mean()), 4) for g, m in groups.items()
+                  if "benign" in g}
+    print(json.dumps({"figure": "gate_share_read_by_encoder", **gate_share}))
+    return {"full_detector": table, "gate": GATE, "gate_share": gate_share}
 
 
 if __name__ == "__main__":

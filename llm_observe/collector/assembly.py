@@ -41,7 +41,8 @@ class Collector:
 
 def build_collector(settings: Settings, registry: CollectorRegistry | None = None,
                     exporters: list[Exporter] | None = None) -> Collector:
-    """Load config; assemble dedup → tokens → cost → scan → sampling → embedding → toolchain.
+    """Load config; assemble dedup → tokens → cost → scan → guard (the [guard] extra's
+    encoder tier, when installed) → sampling → embedding → toolchain.
 
     ``exporters`` (the OTLP forwarder, a test sink) run before the Prometheus exporter:
     a batch is counted only once every exporter that may refuse it took it (count after

@@ -7,8 +7,9 @@ processors/guard.py; thread-safe, never raises for bad text, never blocks on I/O
   ``gate`` the text is not read (most traffic). Only untrusted roles are judged.
 - Model work is bounded like the embedding budget (processors/budget.py): ``rate``, a
   token bucket of ``max_windows_per_s`` windows a second (a window is 128 tokens);
-  ``busy``, model time at most ``max_busy`` of the wall clock (a bucket of seconds charged
-  with each run's measured time); ``queue``, at most ``queue_max`` texts waiting for or in
+  ``busy``, model time at most ``max_busy`` of the wall clock (a bucket of seconds, at
+  least 50 ms deep, charged with each run's measured time; a run is admitted while it is
+  not in debt, so one run overdraws it at most); ``queue``, at most ``queue_max`` texts waiting for or in
   the model at once. Over budget the text is skipped, counted by reason; ``not_ready``
   while the model loads (or when it failed to); ``windows``: a text longer than
   ``max_windows`` windows is read on its first ``max_windows`` only (counted, still judged).
@@ -29,8 +30,6 @@ from llm_observe.processors.budget import TokenBucket
 log = logging.getLogger(__name__)
 
 SKIP_REASONS = ("rate", "busy", "queue", "not_ready", "windows")
-_WINDOW_SECONDS = 0.02  # model time of one window before the first run is measured
-_EWMA = 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +81,6 @@ class GuardTier:
         self._lock = threading.Lock()     # budget, stats
         self._model_lock = threading.Lock()  # one model run at a time
         self._waiting = 0
-        self._window_s = _WINDOW_SECONDS
         self._model: GuardModel | None = None
         self.error: str | None = None
         self._loader = threading.Thread(target=self._load, args=(load,), daemon=True,
@@ -126,7 +124,7 @@ class GuardTier:
             if not self._rate.try_take(len(wins)):
                 self._skip_locked("rate")
                 return None
-            if self._busy.level - self._window_s * len(wins) < 0:
+            if self._busy.level <= 0:  # in debt: one run may overdraw, then none
                 self._rate.put_back(len(wins))
                 self._skip_locked("busy")
                 return None
@@ -143,7 +141,6 @@ class GuardTier:
                 self._waiting -= 1
         with self._lock:
             self._busy.spend(took)
-            self._window_s += _EWMA * (took / len(wins) - self._window_s)
             self.stats.judged += 1
             self.stats.windows += len(wins)
             self.stats.seconds += took

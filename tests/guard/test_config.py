@@ -20,8 +20,8 @@ def test_absent_section_is_on_with_the_models_settings() -> None:
     assert parse_patterns({"entries": [ENTRY]}).guard == GuardSection()
 
 
-def test_shipped_file_turns_it_on() -> None:
-    assert load_patterns().guard.enabled
+def test_shipped_file_leaves_it_opt_in() -> None:
+    assert not load_patterns().guard.enabled
 
 
 def test_fields_parse() -> None:
