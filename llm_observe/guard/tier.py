@@ -9,10 +9,11 @@ processors/guard.py; thread-safe, never raises for bad text, never blocks on I/O
   token bucket of ``max_windows_per_s`` windows a second (a window is 128 tokens);
   ``busy``, model time at most ``max_busy`` of the wall clock (a bucket of seconds, at
   least 50 ms deep, charged with each run's measured time; a run is admitted while it is
-  not in debt, so one run overdraws it at most); ``queue``, at most ``queue_max`` texts waiting for or in
-  the model at once. Over budget the text is skipped, counted by reason; ``not_ready``
-  while the model loads (or when it failed to); ``windows``: a text longer than
-  ``max_windows`` windows is read on its first ``max_windows`` only (counted, still judged).
+  not in debt, so one run overdraws it at most); ``queue``, at most ``queue_max`` texts
+  waiting for or in the model at once. Over budget the text is skipped, counted by
+  reason; ``not_ready`` while the model loads (or when it failed to); ``windows``: a text
+  longer than ``max_windows`` windows is read on its first ``max_windows`` only (counted,
+  still judged).
 - Returns the probability, or None when the text was not read.
 """
 
