@@ -11,7 +11,8 @@
    head and the fine-tuned top layer + head;
 3. copies ``top_layers.safetensors`` to llm_observe/guard/model/guard_top_layers.safetensors
    and writes guard_model.json (its SHA-256, the base weights' SHA-256, sources with
-   versions, the thresholds, the validation figures of scripts/guard_eval.py).
+   versions; thresholds and validation figures are kept from the previous manifest until
+   ``python scripts/guard_eval.py --write`` measures the new weights and stores them).
 
 ``--check`` retrains into ``--work`` and compares with the shipped file: every tensor
 within 2e-3 (fp16 storage; torch on CPU with fixed threads and seeds is deterministic on
@@ -107,6 +108,7 @@ def main() -> None:
         "thresholds": old.get("thresholds", {"user": 0.5, "tool": 0.5}),
         "gate": old.get("gate", 0.05),
         "sources": sources(),
+        "word_thresholds": old.get("word_thresholds", {}),
         "validation": old.get("validation", {}),
     }
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
