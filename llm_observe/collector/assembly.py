@@ -41,7 +41,8 @@ class Collector:
 
 def build_collector(settings: Settings, registry: CollectorRegistry | None = None,
                     exporters: list[Exporter] | None = None) -> Collector:
-    """Load config; assemble dedup → tokens → cost → scan → sampling → embedding → toolchain.
+    """Load config; assemble dedup → tokens → cost → scan → guard (the [guard] extra's
+    encoder tier, when installed) → sampling → embedding → toolchain.
 
     ``exporters`` (the OTLP forwarder, a test sink) run before the Prometheus exporter:
     a batch is counted only once every exporter that may refuse it took it (count after
@@ -72,8 +73,12 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     processors: list[Processor] = [
         DedupProcessor(),  # first: every later stage sees which spans count (agents.dedup)
         TokensProcessor(max_text_chars=settings.max_text_chars), cost,
-        ScanProcessor(scanner, max_text_chars=settings.max_text_chars), SamplingProcessor(),
+        ScanProcessor(scanner, max_text_chars=settings.max_text_chars),
     ]
+    from llm_observe.guard import guard_processor  # the [guard] extra's encoder tier, if any
+    guard = guard_processor(scanner.patterns, registry, settings.max_text_chars)
+    processors.extend([guard] if guard is not None else [])
+    processors.append(SamplingProcessor())
     if embedder is not None:
         from llm_observe.processors.embedding import EmbeddingProcessor
         processors.append(EmbeddingProcessor(

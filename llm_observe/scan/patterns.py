@@ -74,12 +74,22 @@ class ClassifierConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class GuardSection:
+    """The ``guard:`` section: the encoder tier (llm_observe.guard), when installed."""
+
+    enabled: bool = True
+    gate: float | None = None  # word-model probability at which it reads a text; None: model's
+    thresholds: tuple[tuple[str, float], ...] = ()  # per untrusted role; else the model's
+
+
+@dataclass(frozen=True, slots=True)
 class PatternSet:
     """Every entry of one patterns file, in file order, and the classifier settings."""
 
     entries: tuple[PatternEntry, ...]
     source: str = "<memory>"
     classifier: ClassifierConfig = ClassifierConfig()
+    guard: GuardSection = GuardSection()
 
     @property
     def phrase_count(self) -> int:
@@ -116,7 +126,7 @@ def parse_patterns(data: Any, source: str | Path = "<memory>") -> PatternSet:
     """Validate an already-parsed patterns document (the YAML's top-level mapping)."""
     if not isinstance(data, dict):
         raise ConfigError(source, "file", "top level must be a mapping with 'entries'")
-    unknown = sorted(set(data) - {"version", "entries", "classifier"})
+    unknown = sorted(set(data) - {"version", "entries", "classifier", "guard"})
     if unknown:
         raise ConfigError(source, "file", f"unknown top-level field {unknown[0]!r}")
     if data.get("version", 1) != 1:
@@ -141,7 +151,8 @@ def parse_patterns(data: Any, source: str | Path = "<memory>") -> PatternSet:
                                                  f"(already in {seen_phrases[phrase]})")
             seen_phrases[phrase] = entry.name
         entries.append(entry)
-    return PatternSet(tuple(entries), str(source), _classifier(data.get("classifier"), source))
+    return PatternSet(tuple(entries), str(source), _classifier(data.get("classifier"), source),
+                      _guard(data.get("guard"), source))
 
 
 def _classifier(value: Any, source: str | Path) -> ClassifierConfig:
@@ -168,6 +179,21 @@ def _classifier(value: Any, source: str | Path) -> ClassifierConfig:
     return ClassifierConfig(enabled, threshold, tuple(
         (role, _probability(source, f"'thresholds.{role}'", per_role[role]))
         for role in THRESHOLD_ROLES if role in per_role))
+
+
+def _guard(value: Any, source: str | Path) -> GuardSection:
+    if value is None:
+        return GuardSection()
+    if not isinstance(value, dict):
+        raise ConfigError(source, "guard", "must be a mapping (enabled, gate, thresholds)")
+    unknown = sorted(set(value) - {"enabled", "gate", "thresholds"})
+    if unknown:
+        raise ConfigError(source, "guard", f"unknown field {unknown[0]!r}")
+    as_classifier = _classifier({k: v for k, v in value.items() if k != "gate"}, source)
+    gate = value.get("gate")
+    if gate is not None:
+        gate = _probability(source, "'gate'", gate)
+    return GuardSection(as_classifier.enabled, gate, as_classifier.thresholds)
 
 
 THRESHOLD_ROLES = ("user", "tool")  # the untrusted roles (unknown text reads as user)

@@ -86,15 +86,17 @@ def test_a_benign_system_prompt_of_any_length_and_a_question_are_never_flagged(
 
 def test_thresholds_per_role_come_from_the_patterns_file() -> None:
     base = load_patterns()
-    assert dict(base.classifier.thresholds) == {"tool": 0.9}  # the shipped file
+    # the shipped file: each at <= 0.5% false alarms on realistic text of its role
+    assert dict(base.classifier.thresholds) == {"user": 0.9142, "tool": 0.9721}
     lax = RoleScanner(Scanner(base))
-    assert lax.models["tool"] is not None and lax.models["tool"].threshold == 0.9
-    assert lax.models["user"] is lax.scanner.model  # the model's own threshold
+    assert lax.models["tool"] is not None and lax.models["tool"].threshold == 0.9721
+    assert lax.models["user"] is not None and lax.models["user"].threshold == 0.9142
     assert verdict(lax, ("tool", CLASSIFIER_ONLY)).injection_attempt
     strict = RoleScanner(Scanner(replace(base, classifier=ClassifierConfig(
         thresholds=(("tool", 0.999999),)))))
     assert not verdict(strict, ("tool", CLASSIFIER_ONLY)).injection_attempt
     assert verdict(strict, ("user", CLASSIFIER_ONLY)).injection_attempt  # user: the model's
+    assert strict.models["user"] is strict.scanner.model
     assert verdict(strict, ("unknown", CLASSIFIER_ONLY)).injection_attempt  # read as user
 
 

