@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -40,6 +39,7 @@ from llm_observe.collector.exporters.otlp_forwarder.writeahead import GroupCommi
 from llm_observe.otlp.encode import Encoder, Item
 from llm_observe.otlp.walk import Walked
 from llm_observe.pipeline import Backpressure, Batch, is_large
+from llm_observe.pipeline.cpu import cpu_executor
 from llm_observe.pipeline.selfmetrics import ForwarderMetrics
 from llm_observe.span import LlmSpan
 
@@ -66,7 +66,6 @@ class OtlpForwarder:
         self.max_spans, self.max_bytes = max_spans, max_bytes
         self.n_workers = workers
         self.encoder = Encoder(redact_pii=redact_pii, max_spans=batch_spans, max_bytes=batch_bytes)
-        self._encoding = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-encode")
         self.sender = Sender(endpoint, metrics, self.encoder, backoff=backoff or Backoff(),
                              timeout_s=timeout_s, compression=compression, headers=headers)
         self.spool = (Spool(spool_dir, spool_max_bytes, spool_lock_wait_s) if spool_dir
@@ -104,7 +103,7 @@ class OtlpForwarder:
         received = origin if isinstance(origin, Walked) else None
         if is_large(batch):  # copying and re-encoding a big request would hold the loop
             items = await asyncio.get_running_loop().run_in_executor(
-                self._encoding, self.encoder.items, batch, received)
+                cpu_executor(), self.encoder.items, batch, received)
         else:
             items = self.encoder.items(batch, received)
         if self._commit is not None:
@@ -136,7 +135,6 @@ class OtlpForwarder:
             await self._save_or_drop(leftover)
         self._update_gauges()
         await self.sender.close()
-        self._encoding.shutdown(wait=False)
         if self.spool is not None:
             self.spool.close()  # a successor may take the directory now
 
