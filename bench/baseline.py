@@ -41,20 +41,23 @@ def run_full_at(root: str, sink_port: int, flavour: str, ready: Any, stop: Any,
 
 
 def baseline_figures(samples: dict[str, list[tuple[float, float, float, float]]],
-                     ref: str) -> dict[str, dict[str, Any]]:
+                     refs: list[str]) -> dict[str, dict[str, Any]]:
     """Extra fields for each ``full*`` figure: the median of per-round ratios against its
-    ``base_full*`` twin (rounds alternate, so a drift in load weighs on both alike)."""
+    ``base_<ref>_full*`` twins (rounds alternate, so a drift in load weighs on all alike)."""
     import statistics
 
     out: dict[str, dict[str, Any]] = {}
     for name, ours in samples.items():
-        base = samples.get(f"base_{name}")
-        if not name.startswith("full") or not base:
+        if not name.startswith("full"):
             continue
-        pairs = list(zip(ours, base, strict=False))
-        out[name] = {
-            "baseline": ref,
-            "ratio_vs_baseline": round(statistics.median(o[0] / b[0] for o, b in pairs), 3),
-            "cpu_ratio_vs_baseline": round(statistics.median(b[2] / o[2] for o, b in pairs), 3),
-            "ratio_vs_baseline_rounds": [round(o[0] / b[0], 3) for o, b in pairs]}
+        for ref in refs:
+            base = samples.get(f"base_{ref}_{name}")
+            if not base:
+                continue
+            pairs = list(zip(ours, base, strict=False))
+            out.setdefault(name, {}).update({
+                f"ratio_vs_{ref}": round(statistics.median(o[0] / b[0] for o, b in pairs), 3),
+                f"cpu_ratio_vs_{ref}": round(statistics.median(b[2] / o[2] for o, b in pairs),
+                                             3),
+                f"ratio_vs_{ref}_rounds": [round(o[0] / b[0], 3) for o, b in pairs]})
     return out

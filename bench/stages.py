@@ -90,7 +90,7 @@ def _mark() -> None:
 
 
 def child(n_requests: int) -> None:
-    spans, work = stages(n_requests)
+    _, work = stages(n_requests)
     for _, run in work:  # warm every stage once (tables, caches), in order
         run()
     gc.collect()
