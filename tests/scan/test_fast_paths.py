@@ -87,3 +87,14 @@ def test_placed_is_replace() -> None:
         assert _placed(f, 7, "user", 2) == replace(f, start=f.start + 7, end=f.end + 7,
                                                    role="user", message=2)
     assert _placed(Finding("pii", "email", 0, 3), 0, "tool", -1).role == "tool"
+
+
+def test_pii_only_scans_find_what_the_full_automaton_finds() -> None:
+    full = Scanner(load_patterns())
+    full._pii_automaton = full._automaton  # the scan as it was: every key, every hit
+    for text in corpus():
+        for every in (True, False):
+            assert SCANNER.scan(text, "completion", every_injection=every, injection=False) \
+                == full.scan(text, "completion", every_injection=every, injection=False), text
+    assert SCANNER._pii_automaton is not None and SCANNER._automaton is not None
+    assert len(SCANNER._pii_automaton) < len(SCANNER._automaton) / 2
