@@ -72,8 +72,8 @@ def test_trie_order_finds_the_same_matches() -> None:
     plain = ahocorasick.Automaton()
     automaton = SCANNER._automaton
     assert automaton is not None
-    for key in automaton.keys():
-        plain.add_word(key, automaton.get(key))
+    for key, value in automaton.items():
+        plain.add_word(key, value)
     plain.make_automaton()
     for text in corpus():
         norm = fold(text).text
