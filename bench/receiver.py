@@ -25,7 +25,12 @@ are run alternately ``--repeats`` times and the median of each figure is kept.
 
 Run from the repository root:
 ``python -m bench.receiver [--quick] [--outage-s 30] [--seconds 5] [--repeats 3]
-[--only workers | --only http | --only a,b]``
+[--only workers | --only http | --only a,b] [--baseline 51b5287[,ba477de]]``
+
+``--baseline COMMIT[,COMMIT]`` runs each commit's own receiver (bench/baseline.py: a git
+worktree beside the repository) as ``base_<commit>_full*`` beside each ``full*`` run,
+alternating, and adds ``ratio_vs_<commit>`` (spans/s) and ``cpu_ratio_vs_<commit>`` (its
+server CPU per span / ours) to the ``full*`` figures: medians of per-round paired ratios.
 """
 
 from __future__ import annotations
@@ -328,7 +333,12 @@ def throughput(ctx: Any, server: str, requests: list[bytes], args: argparse.Name
     """Run one server under load; returns (spans/s, p99 ms, server CPU µs per span, the
     load process's CPU µs per span sent)."""
     ready, stop, report, results = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Queue()
-    if server.startswith("http_"):  # the OTLP/HTTP door: http_proto, http_json
+    if server.startswith("base_"):  # a previous commit (--baseline), its own harness
+        from bench.baseline import run_full_at
+        flavour = "threads" if server.endswith("full_thread") else "aio"
+        proc = ctx.Process(target=run_full_at, args=(args.baseline_roots[server.split("_")[1]],
+                                                     sink.port, flavour, ready, stop, report))
+    elif server.startswith("http_"):  # the OTLP/HTTP door: http_proto, http_json
         proc = ctx.Process(target=run_full, args=(sink.port, "aio", ready, stop, report,
                                                   100_000, "http"))
     elif server.startswith("full"):
@@ -414,6 +424,8 @@ def main() -> None:
     parser.add_argument("--outage-s", type=float, default=30.0)
     parser.add_argument("--only", default="")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline", default="", help="commits (e.g. 51b5287,ba477de) "
+                        "whose receiver runs beside each full run, alternating; ratios")
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.warmup, args.outage_s = 1.5, 0.5, min(args.outage_s, 3.0)
@@ -431,6 +443,12 @@ def main() -> None:
         wanted = args.only.split(",")
         runs = [(n, r) for n, r in runs if not args.only or any(w in n for w in wanted)
                 or (n in ("full", "full_text") and any("http" in w for w in wanted))]
+        if args.baseline:  # each full run gets a twin per commit: base_<commit>_full_text
+            from bench.baseline import worktree
+            refs = args.baseline.split(",")
+            args.baseline_roots = {ref: str(worktree(ref)) for ref in refs}
+            runs += [(f"base_{ref}_{n}", r) for ref in refs for n, r in runs
+                     if n.startswith("full")]
         # The machine is shared: alternate the servers (in reverse order every other
         # round, so a drift in load weighs on both alike) and keep the median of each.
         samples: dict[str, list[tuple[float, float, float, float]]] = {n: [] for n, _ in runs}
@@ -441,11 +459,15 @@ def main() -> None:
         figures = {n: tuple(statistics.median(x[i] for x in v) for i in range(4))
                    for n, v in samples.items()}
         http_extra = ratio_figures(samples)
+        if args.baseline:
+            from bench.baseline import baseline_figures
+            for name, extra_ in baseline_figures(samples, args.baseline.split(",")).items():
+                http_extra.setdefault(name, {}).update(extra_)
         for name, (rate, p99, cpu_us, load_us) in figures.items():
             extra: dict[str, Any] = {"batch": BATCH, "streams": args.streams,
                                      "text": name.endswith("_text"), "repeats": args.repeats,
                                      **http_extra.get(name, {})}
-            if name.startswith("full"):
+            if name.startswith(("full", "base_")):
                 floor = figures.get("floor_aio_text" if extra["text"] else "floor_aio")
                 if floor:
                     extra["ratio_vs_floor_aio"] = round(rate / floor[0], 3)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from llm_observe.errors import RetryableError
 from llm_observe.pipeline.chain import ProcessorChain
 from llm_observe.pipeline.contracts import Batch, Exporter, Processor
+from llm_observe.pipeline.cpu import cpu_executor
 from llm_observe.span import LlmSpan
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,9 @@ class Pipeline:
         self.chain = ProcessorChain(processors)
         self.exporters = list(exporters)
         self.exporter_stats = {e.name: ExporterStats() for e in self.exporters}
-        self._executor = executor or ThreadPoolExecutor(1, thread_name_prefix="llm-observe-proc")
-        self._own_executor = executor is None
+        # The process's one CPU thread by default (pipeline/cpu.py): one worker, so
+        # processors still run one batch at a time.
+        self._executor = executor or cpu_executor()
         self._started = self._stopped = False
 
     @property
@@ -127,8 +129,6 @@ class Pipeline:
                 await exporter.shutdown(max(0.0, deadline - loop.time()))
             except Exception:
                 log.exception("exporter %s failed to shut down cleanly", exporter.name)
-        if self._own_executor:
-            self._executor.shutdown(wait=False, cancel_futures=True)
 
 
 def is_large(batch: Sequence[LlmSpan]) -> bool:

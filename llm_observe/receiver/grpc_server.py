@@ -32,6 +32,7 @@ from prometheus_client import CollectorRegistry
 
 from llm_observe.otlp.walk import Walked
 from llm_observe.pipeline import Pipeline
+from llm_observe.pipeline.cpu import cpu_executor
 from llm_observe.pipeline.selfmetrics import ReceiverMetrics, receiver_metrics
 from llm_observe.receiver.auth import CHALLENGE, metadata_ok
 from llm_observe.receiver.export import (
@@ -134,7 +135,8 @@ class TraceService:
         got: Walked | Answer | None = self.refuse(context)
         if got is None:  # a large request is decoded and sorted off the loop
             got = (self.receive(request) if len(request) <= INLINE_MAX_BYTES else await
-                   asyncio.get_running_loop().run_in_executor(None, self.receive, request))
+                   asyncio.get_running_loop().run_in_executor(cpu_executor(), self.receive,
+                                                              request))
         result = got if isinstance(got, Answer) else await self.handle(got)
         if result.code is not None:
             await context.abort(result.code, result.message, trailing_metadata=result.trailers)

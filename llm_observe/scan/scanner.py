@@ -21,9 +21,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from functools import reduce
+from operator import or_
 
-import ahocorasick
-
+from llm_observe.scan import trie
 from llm_observe.scan.classifier import InjectionModel, shared_model
 from llm_observe.scan.findings import INJECTION, Finding, FindingType, ScanResult
 from llm_observe.scan.normalize import fold
@@ -41,6 +42,7 @@ _NOT_DIGITS = str.maketrans("", "", " -./()+")
 _SKELETON = bytes(b"0"[0] if chr(i) in "0123456789" else b"-"[0] if chr(i) in " -./()+"
                   else b"x"[0] for i in range(256))
 _SKELETON_RUN = re.compile(rb"0(?:-{0,2}0)*")
+_DIGIT_BYTES = b"0123456789"
 # A phrase right after a negation is an instruction *against* the attack ("never reveal
 # your system prompt" is a normal system prompt), so it is not a finding.
 _NEGATIONS = ("not ", "never ", "n't ", "n\u2019t ")
@@ -136,18 +138,23 @@ class Scanner:
             elif not entry.triggers:
                 self._always |= bit
         self._digit_gates.sort()
+        self._least_digits = self._digit_gates[0][0] if self._digit_gates else 1 << 62
         self._regex_bits = (1 << len(self._regexes)) - 1
         self._add_literals(keys, clauses)
-        self._automaton: ahocorasick.Automaton | None = None
-        if keys:
-            automaton = ahocorasick.Automaton()
-            for key, (index, mask) in keys.items():
-                guard = index >= 0 and self._entries[index].kind == "injection"
-                value: _Value = (len(key), index, mask, _needs_boundary(key[0]),
-                                 _needs_boundary(key[-1]), guard)
-                automaton.add_word(key, value)
-            automaton.make_automaton()
-            self._automaton = automaton
+        values: list[tuple[str, _Value]] = [
+            (key, (len(key), index, mask, _needs_boundary(key[0]), _needs_boundary(key[-1]),
+                   index >= 0 and self._entries[index].kind == "injection"))
+            for key, (index, mask) in keys.items()]
+        self._automaton = trie.build(values)
+        # A PII-only scan (the app's and the model's text, scan/roles.py) walks the keys
+        # that are PII phrases or gate a PII regex (bits of PII regexes and their
+        # literals): injection keys would only add hits such a scan drops.
+        pii = 0
+        for i, rx in enumerate(self._regexes):
+            if rx.type != INJECTION:
+                pii |= reduce(or_, rx.needs, 1 << i)
+        self._pii_automaton = trie.build([(k, v) for k, v in values
+                                          if v[2] & pii or (v[1] >= 0 and not v[5])])
 
     def _add_literals(self, keys: dict[str, list[int]],
                       clauses: list[list[frozenset[str]]]) -> None:
@@ -181,13 +188,14 @@ class Scanner:
         triggered = 0
         norm = ""
         negated: list[tuple[int, int]] = []  # folded spans of phrases after a negation
-        if self._automaton is not None:
+        automaton = self._automaton if injection else self._pii_automaton
+        if automaton is not None:
             folded = fold(text)
             norm = folded.text
             last = len(norm) - 1
             spans: list[tuple[int, int, int]] = []
             value: _Value
-            for end, value in self._automaton.iter(norm):
+            for end, value in automaton.iter(norm):
                 length, index, mask, left, right, guard = value
                 triggered |= mask
                 if index < 0:
@@ -271,7 +279,12 @@ class Scanner:
 
     def _digit_gate_bits(self, text: str) -> int:
         if text.isascii():
-            runs = _SKELETON_RUN.findall(text.encode("ascii").translate(_SKELETON))
+            raw = text.encode("ascii")
+            # Fewer digits in all than the lowest gate needs in one run: no gate opens.
+            # Most prose ("3pm", "12%") stops here, at two C calls.
+            if len(raw) - len(raw.translate(None, _DIGIT_BYTES)) < self._least_digits:
+                return 0
+            runs = _SKELETON_RUN.findall(raw.translate(_SKELETON))
             longest = max((run.count(b"0") for run in runs), default=0)
         else:
             longest = max((len(run.translate(_NOT_DIGITS)) for run in _DIGIT_RUN.findall(text)),

@@ -58,7 +58,7 @@ async def test_processors_run_in_order_and_a_bad_span_loses_no_neighbour() -> No
     assert [s.prompt_tokens for s in sink.got] == [2, 1, 2]
     assert sink.got[1].errors == ["doubler"] and sink.got[0].errors == []
     assert pipeline.chain.stats["doubler"].errors == 1
-    assert all(s.extra["thread"].startswith("llm-observe-proc") for s in sink.got)
+    assert all(s.extra["thread"].startswith("llm-observe-cpu") for s in sink.got)
     await pipeline.shutdown()
 
 
@@ -161,7 +161,7 @@ async def test_a_large_batch_is_enriched_off_the_loop_and_the_loop_keeps_answeri
     small = [LlmSpan("m", "p", prompt_text="a few words")]
     holds, _ = await worst_hold(pipeline.submit(big))
     await pipeline.submit(small)
-    assert all(s.extra["thread"].startswith("llm-observe-proc") for s in big)
+    assert all(s.extra["thread"].startswith("llm-observe-cpu") for s in big)
     assert big[0].prompt_tokens == 400_000
     assert small[0].extra["thread"] == "MainThread"  # small batches stay inline
     holds.check(0.1)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from llm_observe.collector.exporters.otlp_forwarder.grpc_transport import GrpcTransport
@@ -37,6 +36,7 @@ from llm_observe.collector.exporters.otlp_forwarder.writeahead import GroupCommi
 from llm_observe.otlp.encode import Encoder, Item
 from llm_observe.otlp.walk import Walked
 from llm_observe.pipeline import Backpressure, Batch, is_large
+from llm_observe.pipeline.cpu import cpu_executor
 from llm_observe.pipeline.selfmetrics import ForwarderMetrics
 from llm_observe.span import LlmSpan
 
@@ -66,7 +66,6 @@ class OtlpForwarder:
         self.n_workers = workers
         self.encoder = encoder or Encoder(redact_pii=redact_pii, max_spans=batch_spans,
                                           max_bytes=batch_bytes)
-        self._encoding = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-encode")
         backoff = backoff or Backoff()
         transport = transport or GrpcTransport(endpoint, timeout_s=timeout_s, backoff=backoff)
         self.sender = Sender(endpoint, self.metrics, self.encoder, transport, backoff=backoff)
@@ -109,7 +108,7 @@ class OtlpForwarder:
         received = origin if isinstance(origin, Walked) else None
         if is_large(batch):  # copying and re-encoding a big request would hold the loop
             return await asyncio.get_running_loop().run_in_executor(
-                self._encoding, self.encoder.items, batch, received)
+                cpu_executor(), self.encoder.items, batch, received)
         return self.encoder.items(batch, received)
 
     async def deliver(self, items: list[Item]) -> None:
@@ -143,7 +142,6 @@ class OtlpForwarder:
             await self._save_or_drop(leftover)
         self._update_gauges()
         await self.sender.close()
-        self._encoding.shutdown(wait=False)
         if self.spool is not None:
             self.spool.close()  # a successor may take the directory now
 

@@ -1,0 +1,121 @@
+"""The full receiver's instructions per span, ours against other commits (issue 24).
+
+``bench.receiver --baseline`` compares spans/s and CPU time, which swing with whatever
+else the machine runs. This runs each tree's own ``bench.receiver.run_full`` (the server
+with every processor, Prometheus and the forwarder to a loopback sink) under
+``valgrind --tool=callgrind`` and counts every thread's instructions from the moment the
+server is ready until it is told to stop, while a load process sends ``--requests`` text
+requests of 512 spans once, from 2 streams. Start-up and shutdown are not counted.
+
+    python -m bench.receiver_ir [--baseline 51b5287,ba477de] [--requests 8]
+
+Prints one JSON line per tree (instructions per span) and the ratios. Under callgrind the
+server runs ~50x slower: 8 requests take a few minutes per tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench._common import emit
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def child(root: str, sink_port: int, folder: str) -> None:
+    """Under callgrind: ``root``'s own run_full, its queues replaced by files; a marker
+    (``os.getppid``: callgrind dumps there) when ready and when told to stop."""
+    from bench.baseline import run_full_at
+
+    class Ready:
+        def put(self, started: Any) -> None:
+            os.getppid()
+            port = started[0] if isinstance(started, tuple) else started
+            Path(folder, "port.tmp").write_text(str(port))
+            os.rename(Path(folder, "port.tmp"), Path(folder, "port"))
+
+    class Stop:
+        def get(self, *args: Any, **kwargs: Any) -> bool:
+            while not Path(folder, "stop").exists():
+                time.sleep(0.05)
+            os.getppid()
+            return True
+
+    class Report:
+        def put(self, report: Any) -> None:
+            Path(folder, "report").write_text(json.dumps(report[:2]))
+
+    run_full_at(root, sink_port, "aio", Ready(), Stop(), Report())
+
+
+def measure(root: Path, sink_port: int, requests: list[bytes], ctx: Any) -> float:
+    """Instructions per span of the server of ``root`` serving ``requests`` once."""
+    from bench.receiver import run_load
+
+    with tempfile.TemporaryDirectory() as folder:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        server = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", "--dump-before=getppid",
+             f"--callgrind-out-file={folder}/cg.out", sys.executable, "-m", "bench.receiver_ir",
+             "--child", str(root), str(sink_port), folder],
+            env={**env, "PYTHONHASHSEED": "0"}, cwd=REPO, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        while not Path(folder, "port").exists():
+            if server.poll() is not None:
+                raise SystemExit(f"receiver_ir: the server of {root} failed")
+            time.sleep(0.2)
+        results = ctx.Queue()
+        load = ctx.Process(target=run_load, args=(int(Path(folder, "port").read_text()),
+                                                  requests, 0, 0, 2, True, results))
+        load.start()
+        results.get(timeout=7200)
+        load.join()
+        Path(folder, "stop").touch()
+        server.wait(timeout=7200)
+        handled = json.loads(Path(folder, "report").read_text())[0]
+        text = Path(folder, "cg.out.2").read_text(errors="replace")  # ready -> stop
+        m = re.search(r"^(?:totals|summary): (\d+)", text, re.M)
+        assert m is not None and handled == len(requests) * 512
+        return int(m.group(1)) / handled
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--baseline", default="51b5287")
+    parser.add_argument("--requests", type=int, default=8)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]), args.child[2])
+        return
+    from bench.baseline import worktree
+    from bench.receiver import Sink, make_requests
+
+    refs = [r for r in args.baseline.split(",") if r]
+    trees = {"current": REPO, **{ref: worktree(ref) for ref in refs}}
+    ctx = mp.get_context("spawn")
+    sink = Sink(ctx)
+    try:
+        bases = make_requests(16, text=True)
+        requests = [bases[i % len(bases)] for i in range(args.requests)]
+        per = {name: measure(root, sink.port, requests, ctx) for name, root in trees.items()}
+    finally:
+        sink.close()
+    for name, value in per.items():
+        extra = {f"ratio_vs_{ref}": round(per[ref] / value, 3) for ref in refs}
+        emit("receiver_ir", f"{name}_full_text_instructions_per_span", value,
+             "instructions", requests=args.requests, **(extra if name == "current" else {}))
+
+
+if __name__ == "__main__":
+    main()
