@@ -41,7 +41,8 @@ class Collector:
 
 def build_collector(settings: Settings, registry: CollectorRegistry | None = None,
                     exporters: list[Exporter] | None = None) -> Collector:
-    """Load config; assemble dedup → tokens → cost → scan → sampling → embedding → toolchain.
+    """Load config; assemble dedup → tokens → cost → scan → untrusted_scan → sampling →
+    embedding → toolchain.
 
     ``exporters`` (the OTLP forwarder, a test sink) run before the Prometheus exporter:
     a batch is counted only once every exporter that may refuse it took it (count after
@@ -52,6 +53,7 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     from llm_observe.processors.cost import CostProcessor
     from llm_observe.processors.scan import ScanProcessor
     from llm_observe.processors.tokens import TokensProcessor
+    from llm_observe.processors.untrusted import UntrustedTextProcessor
     from llm_observe.scan import Scanner, load_patterns
 
     price_table = load_price_table(settings.config_file("model_prices.yaml"))
@@ -72,7 +74,10 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     processors: list[Processor] = [
         DedupProcessor(),  # first: every later stage sees which spans count (agents.dedup)
         TokensProcessor(max_text_chars=settings.max_text_chars), cost,
-        ScanProcessor(scanner, max_text_chars=settings.max_text_chars), SamplingProcessor(),
+        ScanProcessor(scanner, max_text_chars=settings.max_text_chars),
+        # agent, tool, retriever, chain and MCP spans' texts: untrusted input, scanned too
+        UntrustedTextProcessor(scanner, max_text_chars=settings.max_text_chars),
+        SamplingProcessor(),
     ]
     if embedder is not None:
         from llm_observe.processors.embedding import EmbeddingProcessor
