@@ -12,6 +12,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from llm_observe.collector.exporters.agent_runs import AgentRunExporter, RunMetrics
 from llm_observe.collector.exporters.agents import AgentExporter, AgentMetrics
 from llm_observe.collector.exporters.prometheus import LabelLimits, LlmMetrics, PrometheusExporter
 from llm_observe.collector.settings import Settings
@@ -88,7 +89,8 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
                                                                           ToolChainTracker)))
     extra = list(exporters or [])
     agents = AgentExporter(AgentMetrics(registry, limits, metrics.label_overflow))
-    pipeline = Pipeline(processors, [*extra, PrometheusExporter(metrics), agents])
+    runs = AgentRunExporter(RunMetrics(registry, limits, metrics.label_overflow))
+    pipeline = Pipeline(processors, [*extra, PrometheusExporter(metrics), agents, runs])
     registry.register(PipelineStats(pipeline))
     return Collector(settings=settings, registry=registry, metrics=metrics, pipeline=pipeline,
                      price_table=price_table, cost=cost, scanner=scanner, tracker=tracker,
