@@ -28,7 +28,8 @@ class TokensProcessor:
 
     Sets ``token_count_method`` (exact or heuristic) when it filled a count and
     the span had no method yet; ``heuristic`` when a successful call shows neither usage
-    nor output (the prompt counted, the completion not seen: never ``exact``). CPU only, no I/O: runs on the event loop.
+    nor output (the prompt counted, the completion not seen: never ``exact``). CPU only,
+    no I/O: runs on the event loop.
     """
 
     name = "tokens"
