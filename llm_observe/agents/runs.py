@@ -10,7 +10,9 @@ a ``duplicate_of`` wrapper: one call, one count) and the tool spans whose owner 
 - when the nearest run span above it is a workflow (OpenLLMetry puts an agent's calls and
   tools beside the agent, under the workflow, on the Responses API), the innermost agent
   span directly under that workflow whose time range holds the span's (agents/consumers.py
-  uses the same rule); no such agent: no owner (a workflow is not a run).
+  uses the same rule); no agent at all above it: the *outermost* workflow, which is then a
+  run of its own, named by the workflow (a LangGraph graph run: OpenInference's root
+  ``CHAIN`` over its ``agent`` node spans, ``AGENT`` kind without a name: workflows too).
 
 When a run closes: :data:`SETTLE_S` after its agent span arrived (children end, and are
 exported, before their parent; the wait takes a child sent in a later request or by
@@ -121,6 +123,7 @@ class RunTracker:
                 t.arrived.setdefault(span, now)
             elif op.kind == WORKFLOW:
                 t.workflows[span] = op
+                t.arrived.setdefault(span, now)  # a run only if it owns a member
             else:
                 self._member(t, span, Member(TOOL, op.start_ns, op.end_ns))
         traces = self.traces
@@ -162,7 +165,9 @@ class RunTracker:
                 del self.open[key]
             elif now - t.arrived[span] >= self.settle_s:
                 del self.open[key], t.arrived[span]
-                out.append(self._close(t, span))
+                run = self._close(t, span)
+                if run is not None:
+                    out.append(run)
         traces = self.traces
         while traces:  # ordered by activity: the idle ones come first
             trace, t = next(iter(traces.items()))
@@ -217,8 +222,8 @@ class RunTracker:
             return
         t.members[span] = member
 
-    def _close(self, t: _Trace, agent: str) -> Run:
-        op = t.agents[agent]
+    def _close(self, t: _Trace, agent: str) -> Run | None:
+        op = t.agents.get(agent) or t.workflows[agent]
         cost = calls = tools = 0
         for span, member in list(t.members.items()):
             if self._owner(t, span, member) != agent:
@@ -230,23 +235,29 @@ class RunTracker:
                 calls += 1
                 cost += member.cost
         t.closed.add(agent)
+        if op.kind == WORKFLOW and not (calls or tools):
+            return None  # its agents' runs hold its calls: not a run of its own
         return Run(op.name, op.service_name, cost, calls, tools)
 
     def _owner(self, t: _Trace, span: str, member: Member) -> str | None:
-        """The agent span id owning ``span`` (module docstring), or None."""
+        """The agent (else outermost workflow) span id owning ``span`` (module docstring),
+        or None: no run span above it, or an ancestor not (yet) here."""
         seen = {span}
         key = t.links.get(span, "")
+        outer: str | None = None  # the outermost workflow passed, while no agent is found
         for _ in range(MAX_DEPTH):
             if not key or key in seen:
-                return None
+                return outer  # the root (or a cycle): nothing above
             seen.add(key)
             if key in t.agents:
                 return key
-            workflow = t.workflows.get(key)
-            if workflow is not None:
-                return self._beside(t, key, member)
+            if key in t.workflows:
+                beside = self._beside(t, key, member)
+                if beside is not None:
+                    return beside
+                outer = key
             if key not in t.links:
-                return None  # an ancestor not (yet) here
+                return None  # an ancestor not (yet) here: undecided
             key = t.links[key]
         return None
 
