@@ -12,7 +12,9 @@ redactor rewrites the same pieces; only the role a piece gets when nothing names
   as user input) in the input, ``assistant`` in the output — with the roles its messages
   name (Pydantic AI's ``pydantic_ai.all_messages``: system, user, tool results).
 
-Cheap on a span without text: the key set's families are cached (``texts.both_sides``).
+Cheap on a plain span: a span with no content event and none of the gate's keys is not read
+(one C-level pass over its keys); the others' families are cached per key set
+(``texts.both_sides``).
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ from typing import Any
 
 from llm_observe.agents.untrusted import OtherText
 from llm_observe.otlp import textroles, texts
-from llm_observe.otlp.textkeys import COMPLETION, PROMPT
+from llm_observe.otlp.textkeys import COMPLETION, EXACT, PROMPT
 from llm_observe.scan import roles as r
 
 SIDES = (PROMPT, COMPLETION)
+# A span is read when it has a content event, a text key of the catalogue, or a key of a GenAI
+# or agent producer (whose indexed text keys, ``llm.input_messages.{i}...``,
+# ``retrieval.documents.{i}...``, a set membership cannot see).
+_GATE = frozenset(EXACT) | frozenset({
+    "gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind",
+    "gen_ai.tool.name", "gen_ai.agent.name", "ai.toolCall.name", "mcp.method.name",
+    "langfuse.observation.type", "gen_ai.system", "gen_ai.provider.name", "llm.system"})
 
 
 def read_other(span: Any, position: tuple[int, int, int], tool_like: bool) -> OtherText | None:
@@ -33,6 +42,8 @@ def read_other(span: Any, position: tuple[int, int, int], tool_like: bool) -> Ot
     Never raises on hostile values: a value the reader cannot parse is read as plain text
     (the layout's rule), so it is still scanned and redacted."""
     attrs, events = span.attributes, span.events
+    if not events and _GATE.isdisjoint(attrs):
+        return None  # the common plain span (HTTP, DB ...): one C-level pass over its keys
     sides = texts.both_sides(attrs)
     # each side always holds the content-event family; more means a text key is present
     if len(sides[PROMPT]) == 1 and len(sides[COMPLETION]) == 1 and not (

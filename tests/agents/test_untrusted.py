@@ -139,3 +139,10 @@ def test_a_tool_result_past_the_scan_bound_is_not_forwarded_raw() -> None:
         "gen_ai.tool.call.result": "x" * 10_000 + f" {EMAIL}"})))
     result = forwarded(w)["execute_tool t"]["gen_ai.tool.call.result"]
     assert EMAIL not in result and result.endswith("[REDACTED:UNSCANNED]")
+
+
+def test_a_plain_span_is_forwarded_as_sent_without_verdicts() -> None:
+    _, out = through(one("GET /orders", {"http.method": "GET", "http.route": "/orders",
+                                          "url.full": "http://shop/orders?q=1"}))
+    assert out["GET /orders"] == {"http.method": "GET", "http.route": "/orders",
+                                  "url.full": "http://shop/orders?q=1"}
