@@ -30,7 +30,7 @@ SIDES = (PROMPT, COMPLETION)
 # A span is read when it has a content event, a text key of the catalogue, or a key of a GenAI
 # or agent producer (whose indexed text keys, ``llm.input_messages.{i}...``,
 # ``retrieval.documents.{i}...``, a set membership cannot see).
-_GATE = frozenset(EXACT) | frozenset({
+GATE = frozenset(EXACT) | frozenset({
     "gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind",
     "gen_ai.tool.name", "gen_ai.agent.name", "ai.toolCall.name", "mcp.method.name",
     "langfuse.observation.type", "gen_ai.system", "gen_ai.provider.name", "llm.system"})
@@ -42,7 +42,7 @@ def read_other(span: Any, position: tuple[int, int, int], tool_like: bool) -> Ot
     Never raises on hostile values: a value the reader cannot parse is read as plain text
     (the layout's rule), so it is still scanned and redacted."""
     attrs, events = span.attributes, span.events
-    if not events and _GATE.isdisjoint(attrs):
+    if not events and GATE.isdisjoint(attrs):
         return None  # the common plain span (HTTP, DB ...): one C-level pass over its keys
     sides = texts.both_sides(attrs)
     # each side always holds the content-event family; more means a text key is present

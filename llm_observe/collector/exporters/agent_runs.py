@@ -30,6 +30,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from llm_observe.agents.runs import Run, RunTracker
 from llm_observe.collector.exporters.label_sets import LabelLimits
 from llm_observe.collector.exporters.labels import OVERFLOW, LabelBudget, LabelGuard, label_units
+from llm_observe.otlp.othertexts import GATE
 from llm_observe.pipeline.contracts import Batch
 
 COST_BUCKETS_MICRO = (100, 1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000,
@@ -159,6 +160,11 @@ class AgentRunExporter:
 
 
 def links(request: Any) -> list[tuple[str, str, str]]:
-    """(trace, span, parent) of every span of a request, hex as ``LlmSpan`` ids are."""
+    """(trace, span, parent) of the spans of a request a GenAI or agent producer made (hex,
+    as ``LlmSpan`` ids are): the chain spans between calls and their agent (OpenInference's
+    ``turn``, LangGraph's nodes) carry such a key; a plain HTTP or database span is skipped
+    by one C-level pass over its keys and is not held."""
+    gate = GATE
     return [(span.trace_id.hex(), span.span_id.hex(), span.parent_span_id.hex())
-            for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+            for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans
+            if not gate.isdisjoint(span.attributes)]
