@@ -12,19 +12,23 @@ tool and its agent).
 Across requests: when the walk up leaves the request (an agent span usually ends, and is
 exported, after its tools), the missing ancestor is remembered; a later request holding it
 continues the walk there. Bounded: :data:`MAX_PENDING` remembered ancestors, the oldest
-forgotten first; a walk stops after :data:`MAX_DEPTH` parents or on a cycle. Per process:
-trace-affine routing keeps a trace on one replica (docs/scale-out.md).
+forgotten first, each for :data:`PENDING_TTL_S` (while one is remembered, each request's span
+ids are looked up: one pass, no parent map unless one is found); a walk stops after
+:data:`MAX_DEPTH` parents or on a cycle. Per process: trace-affine routing keeps a trace on
+one replica (docs/scale-out.md).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from llm_observe.agents.classify import AGENT, WORKFLOW, AgentOp
 
 MAX_PENDING = 4096
+PENDING_TTL_S = 600.0  # an awaited ancestor is forgotten after this (agents.runs.TIMEOUT_S)
 MAX_DEPTH = 256
 Key = tuple[bytes, bytes]  # (trace id, span id)
 Position = tuple[int, int, int]
@@ -33,9 +37,10 @@ Position = tuple[int, int, int]
 class Consumers:
     """Finds the spans to mark; one per pipeline (its memory is shared by its batches)."""
 
-    def __init__(self, max_pending: int = MAX_PENDING) -> None:
-        self.max_pending = max_pending
-        self._pending: dict[Key, None] = {}  # insertion-ordered: the oldest go first
+    def __init__(self, max_pending: int = MAX_PENDING, ttl_s: float = PENDING_TTL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_pending, self.ttl_s, self.clock = max_pending, ttl_s, clock
+        self._pending: dict[Key, float] = {}  # key -> when remembered; oldest first
         self._lock = threading.Lock()  # batches run on the loop or the worker thread
 
     def marks(self, request: Any, ops: Sequence[AgentOp],
@@ -45,16 +50,23 @@ class Consumers:
         starts = [((trace, parent), (start, end)) for trace, parent, start, end in flagged
                   if parent]
         with self._lock:
-            if not starts and not self._pending:
+            pending = self._pending
+            now = self.clock()
+            while pending and now - next(iter(pending.values())) > self.ttl_s:
+                del pending[next(iter(pending))]  # its agent never came: forget it
+            if not starts and not pending:
                 return []
-            parents = _parents(request)
-            if self._pending:  # ancestors remembered by earlier requests, found here
-                for key in parents:
-                    if key in self._pending:
-                        del self._pending[key]
-                        starts.append((key, (0, 0)))
+            if pending:  # ancestors remembered by earlier requests, found here
+                for rs in request.resource_spans:
+                    for ss in rs.scope_spans:
+                        for span in ss.spans:
+                            key = (span.trace_id, span.span_id)
+                            if key in pending:
+                                del pending[key]
+                                starts.append((key, (0, 0)))
             if not starts:
                 return []
+            parents = _parents(request)
             runs = {(op.trace_id, op.span_id): op for op in ops
                     if op.kind in (AGENT, WORKFLOW) and op.position is not None}
             out: dict[Position, None] = {}
@@ -91,7 +103,7 @@ class Consumers:
 
     def _remember(self, key: Key) -> None:
         pending = self._pending
-        pending[key] = None
+        pending[key] = self.clock()
         while len(pending) > self.max_pending:
             del pending[next(iter(pending))]
 

@@ -75,3 +75,13 @@ def test_the_memory_of_awaited_ancestors_is_bounded() -> None:
     # the newest are kept: a late agent of one of them is still found
     late = (9_999).to_bytes(8, "big")
     assert c.marks(_request((late, b"")), [_agent(late)], []) == [(0, 0, 0)]
+
+
+def test_an_awaited_ancestor_is_forgotten_after_its_ttl() -> None:
+    now = [0.0]
+    c = Consumers(ttl_s=600, clock=lambda: now[0])
+    late = b"L" * 8
+    c.marks(_request(), [], [(T, late, 0, 1)])  # its agent is awaited
+    now[0] = 601
+    assert c.marks(_request((late, b"")), [_agent(late)], []) == []
+    assert c._pending == {}
