@@ -73,8 +73,12 @@ async def test_the_issue_reproduction_reaches_the_sink_redacted_and_flagged(
     chat = got["chat gpt-4o"]
     assert chat["llm_observe.injection_attempt"] is False  # the user turn is clean
     # the flagged tool call is a tool's, not the caller's: the LLM injection count stays 0
-    assert not stack.metrics().get("llm_injection_attempts_total", model="gpt-4o",
-                                   provider="openai", service_name="checkout")
+    m = stack.metrics()
+    assert not m.get("llm_injection_attempts_total", model="gpt-4o", provider="openai",
+                     service_name="checkout")
+    # ... and counted as what it is: a flagged tool output (with PII in it too)
+    assert m("llm_untrusted_text_flags_total", span_kind="tool", finding="injection") == 1
+    assert m("llm_untrusted_text_flags_total", span_kind="tool", finding="pii") == 1
 
 
 async def test_a_clean_tool_span_is_forwarded_unchanged_but_for_its_verdicts(
