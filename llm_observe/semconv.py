@@ -69,6 +69,9 @@ PRICE_VERSION: Final = _P + "price_version"
 PII_DETECTED: Final = _P + "pii_detected"
 INJECTION_ATTEMPT: Final = _P + "injection_attempt"
 IS_SAMPLED: Final = _P + "is_sampled"
+# on the agent (else workflow) span whose tool, retriever or MCP output was flagged as an
+# injection attempt (agents/consumers.py)
+TOOL_OUTPUT_FLAGGED: Final = _P + "tool_output_flagged"
 # counts the price structures need (docs/pricing.md); subsets of the input/output counts
 CACHE_WRITE_1H_TOKENS: Final = _P + "cache_write_1h_tokens"  # part of the cache writes
 REASONING_TOKENS: Final = _P + "reasoning_tokens"

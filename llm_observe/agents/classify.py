@@ -33,6 +33,7 @@ from typing import Any
 AGENT, TOOL, WORKFLOW, MCP_CLIENT, MCP_SERVER = (
     "agent", "tool", "workflow", "mcp_client", "mcp_server")
 KINDS = (AGENT, TOOL, WORKFLOW, MCP_CLIENT, MCP_SERVER)
+TOOL_LIKE = frozenset({TOOL, MCP_CLIENT, MCP_SERVER})  # their output is a tool's
 UNKNOWN = "unknown"
 OTHER_ERROR = "_OTHER"
 MAX_NAME_CHARS = 256
@@ -70,6 +71,14 @@ class AgentOp:
     tool_type: str = ""  # tools only: gen_ai.tool.type ("function", "datastore", ...)
     method: str = ""  # MCP only: mcp.method.name
     service_name: str = "default"
+    # where the span sits, for the run it belongs to and the marks the forwarder sets
+    # (never labels): ids as sent, (resource, scope, span) index in its request
+    trace_id: bytes = b""
+    span_id: bytes = b""
+    parent_id: bytes = b""
+    position: tuple[int, int, int] | None = None
+    start_ns: int = 0
+    end_ns: int = 0
 
 
 Decode = Callable[[bytes], Any]
@@ -139,7 +148,8 @@ def _kind_and_name(span: Any, a: Any, decode: Decode) -> tuple[str, str | None, 
 
 
 def classify(span: Any, service_name: str, decode: Decode,
-             is_error: Callable[[bytes], bool]) -> AgentOp | None:
+             is_error: Callable[[bytes], bool],
+             position: tuple[int, int, int] | None = None) -> AgentOp | None:
     """The AgentOp of an OTLP span (a ``wire.Span``) that is no LLM call, or None.
 
     ``decode`` reads one raw AnyValue and ``is_error`` a raw Status (the codec's, passed in
@@ -161,4 +171,6 @@ def classify(span: Any, service_name: str, decode: Decode,
     error = _text(a, ERROR_TYPE, decode) or (OTHER_ERROR if is_error(span.status) else "")
     method = (_text(a, MCP_METHOD, decode) or "") if kind in (MCP_CLIENT, MCP_SERVER) else ""
     return AgentOp(kind, UNKNOWN if name is None else name, duration / 1e9, error,
-                   tool_type, method, service_name)
+                   tool_type, method, service_name, span.trace_id, span.span_id,
+                   span.parent_span_id, position, span.start_time_unix_nano,
+                   span.end_time_unix_nano)

@@ -12,6 +12,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from llm_observe.collector.exporters.agent_runs import AgentRunExporter, RunMetrics
 from llm_observe.collector.exporters.agents import AgentExporter, AgentMetrics
 from llm_observe.collector.exporters.prometheus import LabelLimits, LlmMetrics, PrometheusExporter
 from llm_observe.collector.settings import Settings
@@ -41,8 +42,8 @@ class Collector:
 
 def build_collector(settings: Settings, registry: CollectorRegistry | None = None,
                     exporters: list[Exporter] | None = None) -> Collector:
-    """Load config; assemble dedup → tokens → cost → scan → guard (the [guard] extra's
-    encoder tier, when installed) → sampling → embedding → toolchain.
+    """Load config; assemble dedup → tokens → cost → scan → untrusted_scan → guard (the
+    [guard] extra's encoder tier, when installed) → sampling → embedding → toolchain.
 
     ``exporters`` (the OTLP forwarder, a test sink) run before the Prometheus exporter:
     a batch is counted only once every exporter that may refuse it took it (count after
@@ -53,6 +54,7 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     from llm_observe.processors.cost import CostProcessor
     from llm_observe.processors.scan import ScanProcessor
     from llm_observe.processors.tokens import TokensProcessor
+    from llm_observe.processors.untrusted import UntrustedTextProcessor
     from llm_observe.scan import Scanner, load_patterns
 
     price_table = load_price_table(settings.config_file("model_prices.yaml"))
@@ -74,6 +76,8 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
         DedupProcessor(),  # first: every later stage sees which spans count (agents.dedup)
         TokensProcessor(max_text_chars=settings.max_text_chars), cost,
         ScanProcessor(scanner, max_text_chars=settings.max_text_chars),
+        # agent, tool, retriever, chain and MCP spans' texts: untrusted input, scanned too
+        UntrustedTextProcessor(scanner, max_text_chars=settings.max_text_chars),
     ]
     from llm_observe.guard import guard_processor  # the [guard] extra's encoder tier, if any
     guard = guard_processor(scanner.patterns, registry, settings.max_text_chars)
@@ -88,7 +92,8 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
                                                                           ToolChainTracker)))
     extra = list(exporters or [])
     agents = AgentExporter(AgentMetrics(registry, limits, metrics.label_overflow))
-    pipeline = Pipeline(processors, [*extra, PrometheusExporter(metrics), agents])
+    runs = AgentRunExporter(RunMetrics(registry, limits, metrics.label_overflow))
+    pipeline = Pipeline(processors, [*extra, PrometheusExporter(metrics), agents, runs])
     registry.register(PipelineStats(pipeline))
     return Collector(settings=settings, registry=registry, metrics=metrics, pipeline=pipeline,
                      price_table=price_table, cost=cost, scanner=scanner, tracker=tracker,

@@ -166,7 +166,7 @@ def _patch_one(patcher: Patcher) -> None:
     if not _safe(patcher.patch, patcher.name):
         _status[patcher.name] = FAILED
         return
-    waiting = isinstance(patcher, TablePatcher) and not patcher.patched
+    waiting = getattr(patcher, "patched", True) is False  # a hook waits for the import
     _status[patcher.name] = WAITING if waiting else PATCHED
 
 
@@ -194,7 +194,7 @@ def status() -> dict[str, str]:
     with _lock:
         out = dict(_status)
         for name, patcher in _registry.items():
-            if out.get(name) == WAITING and isinstance(patcher, TablePatcher) and patcher.patched:
+            if out.get(name) == WAITING and getattr(patcher, "patched", False):
                 out[name] = _status[name] = PATCHED
         return out
 

@@ -31,6 +31,20 @@ def get_tracer() -> Tracer:
     return tracer
 
 
+_scoped: dict[str, tuple[TracerProvider, Tracer]] = {}
+
+
+def scoped_tracer(scope: str) -> Tracer:
+    """A tracer of another library's instrumentation scope on the provider our spans go to
+    (the MCP SDK's own spans: instrument/targets/mcp.py); follows ``use_tracer_provider``."""
+    get_tracer()  # the first use decides the provider, as for our own spans
+    provider = _override or trace.get_tracer_provider()
+    hit = _scoped.get(scope)
+    if hit is None or hit[0] is not provider:
+        hit = _scoped[scope] = (provider, provider.get_tracer(scope))
+    return hit[1]
+
+
 def use_tracer_provider(provider: TracerProvider | None) -> None:
     """Send our spans to ``provider`` (None: back to the global provider)."""
     global _override, _tracer

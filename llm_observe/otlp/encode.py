@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from llm_observe import semconv as sc
 from llm_observe.otlp import policy, walk
+from llm_observe.otlp.otherredact import enrich_others
 from llm_observe.otlp.redact import needs_redaction, redact_span
 from llm_observe.otlp.walk import ScopeGroup, Walked
 from llm_observe.otlp.wire import (
@@ -104,6 +105,8 @@ class Encoder:
             if span.position is not None:
                 r, s, i = span.position
                 self._enrich(resource_spans[r].scope_spans[s].spans[i], span)
+        if origin.texts or origin.marked:  # agent, tool and chain spans' texts and marks
+            enrich_others(resource_spans, origin.texts, origin.marked, self.redact_pii)
         n = origin.n_accepted
         if self.drop_texts:  # before any span is deleted: positions still hold
             policy.drop_other_texts(copy, {span.position for span in batch if span.position})

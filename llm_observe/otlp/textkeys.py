@@ -80,6 +80,17 @@ EXACT: dict[str, tuple[Which, int, Parse]] = {
     "response_data": (COMPLETION, SDK_MESSAGES, "json"),
     # Pydantic AI's request parameters hold the tool definitions (_instrumentation.py).
     "model_request_parameters": (PROMPT, TOOL_DEFINITIONS, "json"),
+    # Spans that are no LLM call but carry one's text (docs/attribute-mapping.md, "Text of
+    # agent, tool and chain spans"): Pydantic AI's agent run repeats the conversation and
+    # its tool spans the call (older versions: tool_arguments / tool_response);
+    # OpenLLMetry's workflow, task, agent and tool spans their input and output.
+    "pydantic_ai.all_messages": (PROMPT, SDK_MESSAGES, "json"),
+    "all_messages_events": (PROMPT, SDK_MESSAGES, "json"),
+    "final_result": (COMPLETION, SDK_MESSAGES, "json"),
+    "tool_arguments": (PROMPT, TOOL_CALL, "json"),
+    "tool_response": (COMPLETION, TOOL_CALL, "json"),
+    "traceloop.entity.input": (PROMPT, BODY, "json"),
+    "traceloop.entity.output": (COMPLETION, BODY, "json"),
 }
 MIME_KEYS = {sc.OI_INPUT_VALUE: sc.OI_INPUT_MIME_TYPE, sc.OI_OUTPUT_VALUE: sc.OI_OUTPUT_MIME_TYPE}
 
@@ -91,11 +102,12 @@ INDEXED: dict[str, tuple[Which, int]] = {
     "llm.tools.": (PROMPT, TOOL_DEFINITIONS),  # OpenInference tool definitions
     sc.OLLM_COMPLETION_PREFIX: (COMPLETION, OLLM_INDEXED),
     sc.OI_OUTPUT_MESSAGES_PREFIX: (COMPLETION, OI_INDEXED),
+    "retrieval.documents.": (COMPLETION, OI_INDEXED),  # OpenInference RETRIEVER output
 }
 # Last segments of an indexed sub-key that name, not hold, text.
 METADATA_SEGMENTS = frozenset({
     "role", "id", "name", "type", "finish_reason", "tool_call_id", "index", "mime_type",
-    "function_call_name"})
+    "function_call_name", "score"})
 JSON_SEGMENTS = frozenset({"json_schema", "parameters"})  # sub-keys holding a JSON document
 
 # Content events (semconv <= 1.27 content events, semconv 1.28-1.36 message events, OpenLIT):

@@ -47,12 +47,13 @@ _KEY_ROLES: dict[str, str] = {  # keys whose pieces all have one role, whatever 
     "llm.prompt_template.template": r.SYSTEM, "gen_ai.tool.call.arguments": r.ASSISTANT,
     "ai.toolCall.args": r.ASSISTANT, "ai.response.toolCalls": r.ASSISTANT,
     "gen_ai.tool.call.result": r.TOOL, "ai.toolCall.result": r.TOOL,
-    "ai.prompt.toolChoice": r.SYSTEM,
+    "ai.prompt.toolChoice": r.SYSTEM, "tool_arguments": r.ASSISTANT, "tool_response": r.TOOL,
 }
 # Keys whose JSON is walked for roles (their default role when nothing in it says).
 _WALKED = frozenset({sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_SYSTEM_INSTRUCTIONS,
                      "ai.prompt.messages", "ai.prompt", sc.LF_INPUT, "langfuse.trace.input",
-                     "request_data", sc.OI_INPUT_VALUE, sc.OI_INVOCATION_PARAMETERS})
+                     "request_data", sc.OI_INPUT_VALUE, sc.OI_INVOCATION_PARAMETERS,
+                     "pydantic_ai.all_messages", "all_messages_events"})
 _INDEXED_ROLE = re.compile("(" + "|".join(re.escape(p) for p in INDEXED) + r")([0-9]{1,18})\.",
                            re.ASCII)
 _EVENT_ROLES = {"gen_ai.system.message": r.SYSTEM, "gen_ai.user.message": r.USER,
@@ -75,10 +76,13 @@ def key_has_roles(key: str, which: Which) -> bool:
     return _INDEXED_ROLE.match(key) is not None
 
 
-def segments(span: Any, sources: list[Source], which: Which) -> list[Segment]:
+def segments(span: Any, sources: list[Source], which: Which, default: str | None = None
+             ) -> list[Segment]:
     """Each laid-out piece's (start, end, role, message index), by start; a piece laid
-    out twice (a copy) keeps the first place's role."""
-    default = r.UNKNOWN if which == "prompt" else r.ASSISTANT
+    out twice (a copy) keeps the first place's role. ``default``: the role of a piece
+    nothing names (an LLM call's: unknown in the prompt, assistant in the completion)."""
+    if default is None:
+        default = r.UNKNOWN if which == "prompt" else r.ASSISTANT
     out: dict[int, Segment] = {}
     events = span.events
     event_order: dict[int, int] = {}

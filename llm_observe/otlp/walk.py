@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_observe import semconv as sc
-from llm_observe.agents.classify import AgentOp, classify
+from llm_observe.agents.classify import TOOL_LIKE, AgentOp, classify
+from llm_observe.agents.untrusted import OtherText
 from llm_observe.errors import PermanentError
 from llm_observe.otlp.dialects import SpanRejected, map_span
+from llm_observe.otlp.othertexts import read_other
 from llm_observe.otlp.values import small
 from llm_observe.otlp.wire import Request, Resource, decode_value, is_error_status
 from llm_observe.span import LlmSpan
@@ -56,6 +58,13 @@ class Walked:
     rejected: list[str] = field(default_factory=list)
     bad: list[Position] = field(default_factory=list)  # rejected spans, in request order
     agents: list[AgentOp] = field(default_factory=list)  # agent/tool/workflow/MCP spans
+    texts: list[OtherText] = field(default_factory=list)  # non-LLM spans' texts (scanned)
+    marked: list[Position] = field(default_factory=list)  # agents that took flagged output
+
+    @property
+    def text_chars(self) -> int:
+        """Characters of the non-LLM spans' texts (the pipeline's inline-or-thread rule)."""
+        return sum(t.chars for t in self.texts)
 
     @property
     def n_accepted(self) -> int:
@@ -127,13 +136,26 @@ def walk(request: Any) -> Walked:
                     continue
                 if mapped is None:
                     n_other += 1
-                    op = classify(span, service, small, is_error_status)
+                    op = classify(span, service, small, is_error_status, (r, s, index))
                     if op is not None:  # forwarded like any other span, and measured
                         out.agents.append(op)
+                    other = _other_text(span, (r, s, index),
+                                        op is not None and op.kind in TOOL_LIKE)
+                    if other is not None:  # scanned and redacted like an LLM call's text
+                        out.texts.append(other)
                 else:
                     llm.append(mapped)
     out.n_other = n_other
     return out
+
+
+def _other_text(span: Any, position: Position, tool_like: bool) -> OtherText | None:
+    """A non-LLM span's texts; a span the reader fails on is forwarded with every text
+    replaced (an OtherText with no text, still marked unscanned), never raw."""
+    try:
+        return read_other(span, position, tool_like)
+    except Exception:
+        return OtherText(position, span.trace_id, span.span_id, span.parent_span_id, tool_like)
 
 
 def count_spans(request: Any) -> int:

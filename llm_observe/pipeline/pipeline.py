@@ -136,7 +136,8 @@ def is_large(batch: Sequence[LlmSpan]) -> bool:
     ~15 ms: many spans (LLM ones, or others in its origin request) or much text."""
     if (batch.size if isinstance(batch, Batch) else len(batch)) > INLINE_MAX_SPANS:
         return True
-    chars = 0
+    # the texts of its agent, tool and chain spans are scanned too (processors/untrusted.py)
+    chars: int = getattr(getattr(batch, "origin", None), "text_chars", 0)
     for span in batch:
         if span.prompt_text is not None:
             chars += len(span.prompt_text)

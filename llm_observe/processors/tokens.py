@@ -20,13 +20,16 @@ from llm_observe.span import LlmSpan
 from llm_observe.tokens import TokenCounter, default_counter
 
 DEFAULT_MAX_TEXT_CHARS = 100_000
+NOT_SEEN = "completion tokens: no usage and no output on the span, counted as 0"
 
 
 class TokensProcessor:
     """Counts missing prompt/completion tokens locally; never overwrites reported ones.
 
     Sets ``token_count_method`` (exact or heuristic) when it filled a count and
-    the span had no method yet. CPU only, no I/O: runs on the event loop.
+    the span had no method yet; ``heuristic`` when a successful call shows neither usage
+    nor output (the prompt counted, the completion not seen: never ``exact``). CPU only,
+    no I/O: runs on the event loop.
     """
 
     name = "tokens"
@@ -47,6 +50,13 @@ class TokensProcessor:
                 span.completion_tokens, completion_method = count(
                     span, span.completion_text, "completion")
                 method = method or completion_method
+            if (method is not None and span.completion_tokens == 0
+                    and not span.completion_text and span.status == semconv.STATUS_SUCCESS):
+                # no usage and no output on the span (OpenLLMetry's agents SDK spans on Chat
+                # Completions): the answer was not seen, its tokens are unknown, not 0
+                method = semconv.METHOD_HEURISTIC
+                if NOT_SEEN not in span.notes:
+                    span.notes.append(NOT_SEEN)
             if method is not None and span.token_count_method is None:
                 span.token_count_method = method
 

@@ -63,6 +63,12 @@ class AlertParams:
     tool_error_for: str = "10m"
     mcp_error_ratio: float = 0.05
     mcp_error_for: str = "10m"
+    # agents: p95 of one run's cost per agent over ``agent_run_cost_window`` (runs are
+    # rarer than calls: their own window and minimum)
+    agent_run_cost_p95_usd: float = 1.0
+    agent_run_cost_window: str = "30m"
+    agent_min_runs: int = 5
+    agent_run_cost_for: str = "15m"
     # a model without a price showed up within ``unpriced_window``
     unpriced_window: str = "15m"
     unpriced_for: str = "0s"

@@ -49,6 +49,9 @@ class Settings:
     # and into the answer itself (e.g. OpenAI's service_tier)
     usage_extra: dict[str, Any] = field(default_factory=dict)
     response_extra: dict[str, Any] = field(default_factory=dict)
+    # an agent's tool turn: (function name, JSON arguments) answered, not streamed, with
+    # finish_reason "tool_calls" while the conversation holds no tool result yet
+    tool_call: tuple[str, str] | None = None
 
 
 @dataclass
@@ -197,6 +200,16 @@ class _Handler(BaseHTTPRequestHandler):
                  **s.usage_extra}
         base = {"id": "chatcmpl-fake", "created": int(time.time()), "model": model,
                 "system_fingerprint": "fp_fake", **s.response_extra}
+        had_tool = any(isinstance(m, dict) and m.get("role") == "tool"
+                       for m in body.get("messages") or [])
+        if s.tool_call is not None and not had_tool and not body.get("stream"):
+            name, arguments = s.tool_call
+            self._json(200, {**base, "object": "chat.completion", "usage": usage, "choices": [{
+                "index": 0, "logprobs": None, "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": None, "refusal": None,
+                            "tool_calls": [{"id": "call_1", "type": "function", "function": {
+                                "name": name, "arguments": arguments}}]}}]})
+            return
         if not body.get("stream"):
             self._json(200, {**base, "object": "chat.completion", "usage": usage, "choices": [{
                 "index": 0, "logprobs": None, "finish_reason": s.finish_reason,

@@ -106,13 +106,23 @@ def test_runs_in_the_chain_on_a_mixed_batch_without_errors() -> None:
     assert all(not s.errors for s in batch)
 
 
+def test_a_call_showing_no_usage_and_no_output_is_never_exact() -> None:
+    seen = LlmSpan("gpt-4o", "openai", prompt_text="Weather in Paris?", completion_text="Sunny.")
+    unseen = LlmSpan("gpt-4o", "openai", prompt_text="Weather in Paris?")
+    failed = LlmSpan("gpt-4o", "openai", prompt_text="Weather in Paris?", status="error")
+    TokensProcessor().process([seen, unseen, failed])
+    assert seen.token_count_method == "exact"
+    assert unseen.token_count_method == "heuristic" and unseen.prompt_tokens > 0
+    assert failed.token_count_method == "exact"  # an error has no answer to miss
+
+
 def test_a_text_past_the_bound_is_counted_on_its_prefix_and_extrapolated() -> None:
     text = "The quick brown fox jumps over the lazy dog. " * 10_000  # 450,000 chars
     exact = TokensProcessor()
-    whole = LlmSpan("gpt-4o", "openai", prompt_text=text)
+    whole = LlmSpan("gpt-4o", "openai", prompt_text=text, completion_text="ok")
     exact.process([whole])  # the default bound (100,000) is below the text: extrapolated
     bounded = TokensProcessor(max_text_chars=len(text) + 1)
-    reference = LlmSpan("gpt-4o", "openai", prompt_text=text)
+    reference = LlmSpan("gpt-4o", "openai", prompt_text=text, completion_text="ok")
     bounded.process([reference])
     assert reference.token_count_method == "exact" and reference.notes == []
     assert whole.token_count_method == "heuristic"

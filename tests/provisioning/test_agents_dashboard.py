@@ -48,9 +48,50 @@ NAME_KEY = {"invoke_agent": "gen_ai.agent.name", "execute_tool": "gen_ai.tool.na
             "invoke_workflow": "gen_ai.workflow.name", "mcp": "gen_ai.tool.name"}
 
 
+# Each agent run's children: (model calls, the tool spans of SENT it is parent of, in order)
+# — planner: 2 calls and one "search" each; support: 4 calls, the failing "search" and
+# both "lookup"s. The runs close SETTLE_S after their agent span arrived.
+RUN_CHILDREN = {"planner": (2, 1), "support": (4, 3)}
+CHAT = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 1000,
+        "gen_ai.usage.output_tokens": 100}
+
+
+def call_cost() -> int:
+    """Our price table's cost of one CHAT call (micro-USD)."""
+    from llm_observe.collector.settings import Settings
+    from llm_observe.pricing import load_price_table
+    from llm_observe.processors.cost import CostProcessor
+    from llm_observe.span import LlmSpan
+    span = LlmSpan(model="gpt-4o", provider="openai", prompt_tokens=1000,
+                   completion_tokens=100)
+    CostProcessor(load_price_table(Settings().config_file("model_prices.yaml"))).process([span])
+    assert span.cost_usd_micro
+    return span.cost_usd_micro
+
+
 def batch() -> bytes:
     def build(t: Tracer) -> None:
-        for op, name, seconds, error, kind, method in SENT:
+        from opentelemetry.trace import set_span_in_context
+        tools = [i for i, sent in enumerate(SENT) if sent[0] == "execute_tool"]
+        parent_of: dict[int, Any] = {}  # SENT index of a tool -> its agent's context
+        agents = []
+        for op, name, seconds, _, _, _ in SENT:
+            if op != "invoke_agent":
+                continue
+            agent = t.start_span(f"{op} {name}", start_time=T0,
+                                 attributes={"gen_ai.operation.name": op, NAME_KEY[op]: name})
+            ctx = set_span_in_context(agent)
+            calls, n_tools = RUN_CHILDREN[name]
+            for _ in range(calls):
+                t.start_span("chat gpt-4o", context=ctx, start_time=T0,
+                             attributes=CHAT).end(end_time=T0 + 10**8)
+            for _ in range(n_tools):
+                parent_of[tools.pop(0)] = ctx
+            agents.append((agent, seconds))
+        for i, (op, name, seconds, error, kind, method) in enumerate(SENT):
+            if op == "invoke_agent":
+                continue
             attrs: dict[str, Any] = {NAME_KEY[op]: name} if name else {}
             if op == "mcp":
                 attrs["mcp.method.name"] = method
@@ -58,10 +99,13 @@ def batch() -> bytes:
                 attrs["gen_ai.operation.name"] = op
             if error:
                 attrs["error.type"] = error
-            span = t.start_span(f"{op} {name}", kind=kind, start_time=T0, attributes=attrs)
+            span = t.start_span(f"{op} {name}", kind=kind, start_time=T0, attributes=attrs,
+                                context=parent_of.get(i))
             if error:
                 span.set_status(Status(StatusCode.ERROR))
             span.end(end_time=T0 + round(seconds * 1e9))
+        for agent, seconds in agents:  # a run ends after its children
+            agent.end(end_time=T0 + round(seconds * 1e9))
     return encode_spans(record_spans(build)).SerializeToString()
 
 
@@ -81,12 +125,15 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
                            headers={"content-type": "application/x-protobuf"})
             assert r.status_code == 200, r.text
         count = "sum(gen_ai_invoke_agent_duration_seconds_count)"
+        runs = "sum(llm_agent_run_cost_usd_micro_count)"  # closed SETTLE_S after arrival
         send()
         wait_for(client, count, 4)
+        wait_for(client, runs, 4, timeout=30)
         begin = time.time()
         wait_for(client, f'count(timestamp(up{{job="llm-observe"}}) > {begin})', 1)
         send()
         wait_for(client, count, 8)
+        wait_for(client, runs, 8, timeout=30)
         time.sleep(1.5)  # a few more scrapes after B
         at = time.time()
         yield Scenario(prom=client, at=at, window_s=round(at - begin, 3), f=1.0, costs=[],
@@ -176,7 +223,26 @@ def test_selecting_one_tool_filters_the_tool_panels(scenario: Scenario) -> None:
     assert one_label(result, "gen_ai_tool_name") == pytest.approx({"search": 25.0})
 
 
-CHECKED = {"Agent runs per second by agent", "Agent run duration p50 / p95 by agent (s)",
+def test_run_cost_quantiles_are_the_buckets_of_the_runs_costs(scenario: Scenario) -> None:
+    from llm_observe.collector.exporters.agent_runs import COST_BUCKETS_MICRO
+    cost = {name: calls * call_cost() for name, (calls, _) in RUN_CHILDREN.items()}
+
+    def usd(micro: int, p: float) -> float:
+        return quantile(p, [micro], COST_BUCKETS_MICRO) / 1e6
+    got = panel(scenario, "Agent run cost p50 / p95 by agent (USD)")
+    assert got["A"] == pytest.approx({k: usd(v, 0.5) for k, v in cost.items()})
+    assert got["B"] == pytest.approx({k: usd(v, 0.95) for k, v in cost.items()})
+
+
+def test_calls_per_run_are_the_sent_ones(scenario: Scenario) -> None:
+    got = panel(scenario, "Model and tool calls per run by agent (mean)")
+    assert got["A"] == pytest.approx({"planner": 2.0, "support": 4.0})
+    assert got["B"] == pytest.approx({"planner": 1.0, "support": 3.0})
+
+
+CHECKED = {"Agent run cost p50 / p95 by agent (USD)",
+           "Model and tool calls per run by agent (mean)",
+           "Agent runs per second by agent", "Agent run duration p50 / p95 by agent (s)",
            "Tool calls per second by tool", "Tool error share by tool (%)",
            "Tool duration p95 by tool (s)", "Workflow duration p50 / p95 by workflow (s)",
            "MCP operations per second by method", "MCP error share by method and tool (%)"}

@@ -34,7 +34,9 @@ EXTRA_DASHBOARDS = {"llm-genai-semconv-dashboard": "LLM GenAI (OTel semantic-con
 AGENT_EXPOSED = {f"{h}_{s}" for h in (
     "gen_ai_invoke_agent_duration_seconds", "gen_ai_execute_tool_duration_seconds",
     "gen_ai_invoke_workflow_duration_seconds", "mcp_client_operation_duration_seconds",
-    "mcp_server_operation_duration_seconds") for s in ("bucket", "sum", "count")}
+    "mcp_server_operation_duration_seconds", "llm_agent_run_cost_usd_micro",
+    "gen_ai_invoke_agent_inference_calls", "gen_ai_invoke_agent_tool_calls")
+    for s in ("bucket", "sum", "count")}
 AGENT_LABELS = {"gen_ai_agent_name", "gen_ai_tool_name", "gen_ai_workflow_name"}
 GENAI_EXPOSED = {f"gen_ai_client_{h}_{s}" for h in (
     "token_usage", "operation_duration_seconds", "operation_time_to_first_chunk_seconds")

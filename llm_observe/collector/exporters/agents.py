@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from llm_observe.agents.classify import AGENT, MCP_CLIENT, MCP_SERVER, TOOL, WORKFLOW, AgentOp
 from llm_observe.collector.exporters.genai import DURATION_BUCKETS_S
@@ -68,6 +68,13 @@ class AgentMetrics:
         self.families = {kind: Histogram(name, help_, list(labels), buckets=AGENT_BUCKETS_S,
                                          unit="seconds", registry=registry)
                          for kind, (name, help_, labels) in _FAMILIES.items()}
+        # tool/retriever/MCP outputs and agent/chain texts flagged by the untrusted scan
+        self.flags = Counter("llm_untrusted_text_flags",
+                             "Non-LLM spans whose texts the scan flagged: tool outputs and "
+                             "agent or chain texts (processors/untrusted.py)",
+                             ["span_kind", "finding"], registry=registry)
+        self._flag = {(k, f): self.flags.labels(k, f)
+                      for k in ("tool", "other") for f in ("pii", "injection")}
         self._overflow = overflow
         self._budgets = {kind: LabelBudget(limits.label_sets) for kind in _FAMILIES}
         self._names = {kind: LabelGuard(limits.models, partial(self._overflowed, _name_label(kind)))
@@ -89,6 +96,16 @@ class AgentMetrics:
                 if len(self._by_raw) < RAW_CACHE_MAX:
                     self._by_raw[raw] = child
             child.observe(op.duration_s)
+
+    def record_flags(self, texts: Sequence[Any]) -> None:
+        """Count each non-LLM span's flags (``agents.untrusted.OtherText``), by span kind."""
+        for other in texts:
+            if other.pii_detected or other.injection_attempt:
+                kind = "tool" if other.tool_like else "other"
+                if other.pii_detected:
+                    self._flag[kind, "pii"].inc()
+                if other.injection_attempt:
+                    self._flag[kind, "injection"].inc()
 
     def _child(self, op: AgentOp) -> Any:
         kind = op.kind
@@ -138,6 +155,9 @@ class AgentExporter:
         ops = getattr(batch.origin, "agents", None)
         if ops:
             self.metrics.record(ops)
+        texts = getattr(batch.origin, "texts", None)
+        if texts:
+            self.metrics.record_flags(texts)
 
     async def shutdown(self, timeout: float) -> None:
         return None
