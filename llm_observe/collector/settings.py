@@ -83,6 +83,8 @@ class Settings:
     max_scrape_series: int = 500_000
     # the OTel GenAI client histograms (gen_ai_client_*) beside the llm_* series
     genai_metrics: bool = True
+    # trace exemplars on the latency, TTFT, cost and token series (OpenMetrics scrapes only)
+    exemplars: bool = True
     # text bounds: characters of one prompt/completion that are token-counted exactly
     # and scanned; past them the count is extrapolated (heuristic) and the span says so
     max_text_chars: int = 100_000
