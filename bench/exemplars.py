@@ -13,6 +13,11 @@
   both sides, exemplars kept in ``WorkerExemplars`` (a child process of this bench, with
   ``PROMETHEUS_MULTIPROC_DIR`` set before prometheus_client is imported), bench spans.
 
+Seconds on a shared 2-core machine swing by ±10% from run to run, more than the effect, so
+the same workloads are also counted in instructions (``valgrind --tool=callgrind``, when
+installed; garbage collector on, as in production): ``instructions_with_vs_without_*``,
+for the window open (steady state) and with every batch picking (``..._every_batch``).
+
 Run: ``python -m bench.exemplars [--quick]``.
 """
 
@@ -56,7 +61,54 @@ def _ratio(name: str, spans: list[LlmSpan], store: bool = False,
          note="median of paired CPU-time ratios, batches of 512")
 
 
+def _counted(mode: str, shape: str) -> None:
+    """The child under callgrind: 3 x 20 batches of 512 between two getppid() markers."""
+    spans = make_spans(512 * 20, with_counts=True)
+    for i, s in enumerate(spans):
+        s.cost_usd_micro = 1000 + i % 97
+        if shape == "one_group_per_8_spans":
+            s.model, s.service_name = f"m{i % 16}", f"s{(i // 16) % 4}"
+    parts = _batches(spans)
+    m = LlmMetrics(CollectorRegistry(), exemplars=mode != "off")
+    if m.exemplars is not None:
+        m.exemplars.window_s = 0.0 if mode == "every_batch" else 1e9
+    m.record(parts[0])
+    os.getppid()
+    for _ in range(3):
+        for p in parts:
+            m.record(p)
+    os.getppid()
+
+
+def _instructions() -> None:
+    import re
+    import shutil
+    if shutil.which("valgrind") is None:
+        print("bench.exemplars: no valgrind, instruction counts skipped", file=sys.stderr)
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-exemplars-cg-") as tmp:
+        def count(mode: str, shape: str) -> int:
+            out = os.path.join(tmp, f"cg.{mode}.{shape}")
+            subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=getppid",
+                            f"--callgrind-out-file={out}", sys.executable, "-m",
+                            "bench.exemplars", "--counted", mode, shape],
+                           check=True, capture_output=True)
+            with open(f"{out}.2") as f:  # the part between the two markers
+                return int(re.search(r"^summary: (\d+)", f.read(), re.M).group(1))  # type: ignore[union-attr]
+        for shape in ("bench_spans", "one_group_per_8_spans"):
+            off = count("off", shape)
+            for mode in ("window", "every_batch"):
+                suffix = "" if mode == "window" else "_every_batch"
+                emit("exemplars", f"instructions_with_vs_without_{shape}{suffix}",
+                     count(mode, shape) / off, "x", target="<= 1.1",
+                     instructions_per_span_without=round(off / (3 * 20 * 512)))
+
+
 def main() -> None:
+    if "--counted" in sys.argv:
+        i = sys.argv.index("--counted")
+        _counted(sys.argv[i + 1], sys.argv[i + 2])
+        return
     pin_one_core()
     n = 10_240 if quick() else 51_200
     spans = make_spans(n, with_counts=True)
@@ -76,6 +128,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-exemplars-") as path:
         subprocess.run([sys.executable, "-m", "bench.exemplars", *sys.argv[1:]], check=True,
                        env={**os.environ, "PROMETHEUS_MULTIPROC_DIR": path})
+    _instructions()
 
 
 if __name__ == "__main__":
