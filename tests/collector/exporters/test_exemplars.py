@@ -16,9 +16,10 @@ T = ["a" * 32, "b" * 32, "c" * 32]
 
 
 def _span(i: int, **kw: object) -> LlmSpan:
-    base: dict[str, object] = dict(model="gpt-4o", provider="openai", service_name="svc",
-                                   prompt_tokens=10, completion_tokens=5, latency_ms_total=300,
-                                   cost_usd_micro=100, trace_id=T[i], span_id=f"{i + 1:016x}")
+    base: dict[str, object] = {
+        "model": "gpt-4o", "provider": "openai", "service_name": "svc", "prompt_tokens": 10,
+        "completion_tokens": 5, "latency_ms_total": 300, "cost_usd_micro": 100,
+        "trace_id": T[i], "span_id": f"{i + 1:016x}"}
     base.update(kw)
     return LlmSpan(**base)  # type: ignore[arg-type]
 
