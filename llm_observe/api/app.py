@@ -72,7 +72,8 @@ def create_app(collector: Collector) -> web.Application:
     app[AppKeys.max_body] = settings.max_body_bytes
     app[AppKeys.state] = ApiState()
     app[AppKeys.scrape] = ScrapeServer(collector.registry, settings.metrics_host or settings.host,
-                                       token=settings.metrics_token)
+                                       token=settings.metrics_token,
+                                       max_series=settings.max_scrape_series)
     app[AppKeys.events] = EventPublisher(settings.redis_url, collector.registry)
     for method, path, handler in ROUTES:
         if method == "GET":  # GET routes answer HEAD too (uptime checks use it)

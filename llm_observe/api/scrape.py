@@ -12,6 +12,10 @@ and rendered family by family (``collector/exporters/exposition.py``): a family 
 cannot render is repaired or left out, logged and counted, and only a registry where
 nothing renders answers 500. With ``metrics_token`` set, a scrape needs
 ``Authorization: Bearer <token>`` (else 401).
+
+Format: a scraper whose ``Accept`` names ``application/openmetrics-text`` (Prometheus
+does, first) gets OpenMetrics 1.0.0, the format that carries exemplars; anyone else the
+text format 0.0.4, unchanged (prometheus_client's ``choose_encoder`` rule).
 """
 
 from __future__ import annotations
@@ -21,18 +25,33 @@ import errno
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
+from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPENMETRICS_TYPE
 
 from llm_observe.bearer import bearer_ok
-from llm_observe.collector.exporters.exposition import Exposition
+from llm_observe.collector.exporters.exposition import MAX_SERIES, Exposition
+from llm_observe.collector.exporters.series_render import OPENMETRICS, TEXT
 from llm_observe.errors import LlmObserveError
 
 log = logging.getLogger(__name__)
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="llm-observe metrics"'}
 WRITE_SLICE = 256 * 1024
+
+
+CONTENT_TYPES = {TEXT: CONTENT_TYPE_LATEST, OPENMETRICS: OPENMETRICS_TYPE}
+
+
+def negotiate(accept: str) -> str:
+    """The exposition format for an ``Accept`` header: OpenMetrics if any media range names
+    it (whatever its q; Prometheus lists it first), else the text format."""
+    for media in accept.split(","):
+        if media.split(";")[0].strip().lower() == "application/openmetrics-text":
+            return OPENMETRICS
+    return TEXT
 
 
 def _authorization(request: web.Request) -> list[bytes]:
@@ -53,22 +72,23 @@ class ScrapeServer:
     """Serves ``registry`` at ``http://host:port/metrics``. Event-loop thread only.
 
     ``token`` (``Settings.metrics_token``): when set, a scrape without
-    ``Authorization: Bearer <token>`` is answered 401. Registers the exposition's
-    self-metric on ``registry`` (one scrape server per registry).
+    ``Authorization: Bearer <token>`` is answered 401. ``max_series``: the exposition's
+    global series budget (``Settings.max_scrape_series``). Registers the exposition's
+    self-metrics on ``registry`` (one scrape server per registry).
     """
 
     def __init__(self, registry: CollectorRegistry, host: str = "127.0.0.1",
-                 token: str | None = None) -> None:
+                 token: str | None = None, max_series: int = MAX_SERIES) -> None:
         self.registry = registry
         self.host = host
         self.port: int | None = None
         self.started_at: float | None = None
-        self.exposition = Exposition(registry)
+        self.exposition = Exposition(registry, max_series)
         self._token = token.encode("ascii") if token else None
         self._runner: web.AppRunner | None = None
         self._lock = asyncio.Lock()
         self._pool: ThreadPoolExecutor | None = None
-        self._inflight: asyncio.Future[bytes] | None = None
+        self._inflight: dict[str, asyncio.Future[bytes]] = {}
         self._elsewhere = False
 
     @property
@@ -86,13 +106,14 @@ class ScrapeServer:
             return web.Response(status=401, headers=_CHALLENGE,
                                 text="missing or wrong bearer token "
                                      "(Authorization: Bearer <metrics token>)\n")
+        fmt = negotiate(request.headers.get("Accept", ""))
         try:
-            body = await self.render()
+            body = await self.render(fmt)
         except Exception:
             log.exception("scrape: no metric family could be rendered")
             return web.Response(status=500, text="no metric family could be rendered; "
                                                  "see the collector log\n")
-        resp = web.StreamResponse(headers={"Content-Type": CONTENT_TYPE_LATEST})
+        resp = web.StreamResponse(headers={"Content-Type": CONTENT_TYPES[fmt]})
         resp.content_length = len(body)
         await resp.prepare(request)
         if request.method != "HEAD":
@@ -104,22 +125,23 @@ class ScrapeServer:
         await resp.write_eof()
         return resp
 
-    async def render(self) -> bytes:
-        """The exposition, rendered on the scrape thread; joins a render already running."""
-        future = self._inflight
+    async def render(self, fmt: str = TEXT) -> bytes:
+        """The exposition in ``fmt``, rendered on the scrape thread; joins a render of that
+        format already running."""
+        future = self._inflight.get(fmt)
         if future is None:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-scrape")
-            future = asyncio.get_running_loop().run_in_executor(self._pool,
-                                                                self.exposition.render)
-            self._inflight = future
-            future.add_done_callback(self._rendered)
+            future = asyncio.get_running_loop().run_in_executor(
+                self._pool, self.exposition.render, fmt)
+            self._inflight[fmt] = future
+            future.add_done_callback(partial(self._rendered, fmt))
         # shielded: a scraper that hangs up must not cancel the render the others wait for
         return await asyncio.shield(future)
 
-    def _rendered(self, future: asyncio.Future[bytes]) -> None:
-        if self._inflight is future:
-            self._inflight = None
+    def _rendered(self, fmt: str, future: asyncio.Future[bytes]) -> None:
+        if self._inflight.get(fmt) is future:
+            del self._inflight[fmt]
         if not future.cancelled():
             future.exception()  # retrieved here too: every waiter may have hung up
 

@@ -154,7 +154,8 @@ class Supervisor:
         registry = summed_registry(self.path)
         registry.register(WorkerStats(self.workers))  # type: ignore[arg-type]
         s = self.settings
-        scrape = ScrapeServer(registry, s.metrics_host or s.host, token=s.metrics_token)
+        scrape = ScrapeServer(registry, s.metrics_host or s.host, token=s.metrics_token,
+                              max_series=s.max_scrape_series)
         try:
             await scrape.start(s.metrics_port)
         except PortInUse as exc:

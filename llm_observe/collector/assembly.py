@@ -62,7 +62,8 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     registry = registry if registry is not None else CollectorRegistry()
     limits = LabelLimits(models=settings.max_models, services=settings.max_services,
                          label_sets=settings.max_label_sets)
-    metrics = LlmMetrics(registry, limits, genai=settings.genai_metrics)
+    metrics = LlmMetrics(registry, limits, genai=settings.genai_metrics,
+                         exemplars=settings.exemplars)
     tracker: Any = ToolChainTracker()
     if settings.redis_url is not None and settings.redis_state:
         from llm_observe.processors.chainstore import RedisChainTracker

@@ -79,8 +79,12 @@ class Settings:
     max_models: int = 500
     max_services: int = 500
     max_label_sets: int = 10_000
+    # sample lines one /metrics scrape may hold over every metric object (docs/metrics.md)
+    max_scrape_series: int = 500_000
     # the OTel GenAI client histograms (gen_ai_client_*) beside the llm_* series
     genai_metrics: bool = True
+    # trace exemplars on the latency, TTFT, cost and token series (OpenMetrics scrapes only)
+    exemplars: bool = True
     # text bounds: characters of one prompt/completion that are token-counted exactly
     # and scanned; past them the count is extrapolated (heuristic) and the span says so
     max_text_chars: int = 100_000
@@ -94,7 +98,8 @@ class Settings:
         for name in ("max_body_bytes", "max_batch_spans", "otlp_max_message_bytes",
                      "otlp_max_spans_per_request",
                      "queue_max_spans", "queue_max_bytes", "embedding_batch_size",
-                     "max_models", "max_services", "max_label_sets", "max_text_chars",
+                     "max_models", "max_services", "max_label_sets", "max_scrape_series",
+                     "max_text_chars",
                      "embedding_queue_max", "otlp_http_inflight_max_bytes"):
             _check(getattr(self, name) >= 1, name, "must be >= 1")
         _check(self.embedding_threads >= 0, "embedding_threads", "must be >= 0")

@@ -75,7 +75,9 @@ def start_local_prometheus(out_dir: Path | str, scrape_port: int, ui_port: int, 
     data.mkdir(parents=True, exist_ok=True)
     cmd = [exe, f"--config.file={config}", f"--storage.tsdb.path={data}",
            f"--storage.tsdb.retention.time={retention}",
-           f"--web.listen-address=127.0.0.1:{ui_port}", "--log.level=warn"]
+           f"--web.listen-address=127.0.0.1:{ui_port}", "--log.level=warn",
+           # keeps the trace exemplars of the OpenMetrics scrape (docs/metrics.md, "Exemplars")
+           "--enable-feature=exemplar-storage"]
     with open(out / "prometheus" / "prometheus.log", "ab") as log:
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT)

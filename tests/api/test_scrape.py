@@ -259,3 +259,31 @@ async def test_a_big_scrape_does_not_stall_the_api(make_client: MakeClient) -> N
     assert len(latencies) >= 10, f"only {len(latencies)} probes during a {took:.2f} s scrape"
     print(f"scrape {took:.2f} s, {size} bytes; {len(latencies)} probes, "
           f"slowest {max(latencies) * 1000:.1f} ms")
+
+
+@pytest.mark.parametrize(("accept", "openmetrics"), [
+    ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+     "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1", True),  # Prometheus 2.x
+    ("text/plain;version=0.0.4;q=0.5, Application/OpenMetrics-Text; q=0.1", True),
+    ("text/plain", False),
+    (None, False),  # curl
+])
+async def test_the_format_follows_accept(served: Any, accept: str | None,
+                                         openmetrics: bool) -> None:
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_om
+    collector = make_collector()
+    collector.metrics.record([LlmSpan(model="gpt-4o", provider="openai", service_name="s",
+                                      prompt_tokens=3, latency_ms_total=120)])
+    server = await served(collector.registry)
+    headers = {"Accept": accept} if accept else {"Accept": ""}
+    async with aiohttp.ClientSession() as session, session.get(
+            f"http://127.0.0.1:{server.port}/metrics", headers=headers) as resp:
+        body = await resp.read()
+        kind = resp.headers["Content-Type"]
+    if openmetrics:
+        assert kind == "application/openmetrics-text; version=1.0.0; charset=utf-8"
+        assert body == generate_om(collector.registry)  # same bytes as the library's
+    else:
+        assert kind == CONTENT_TYPE_LATEST  # as before OpenMetrics was served
+        assert body == generate_latest(collector.registry)

@@ -31,7 +31,8 @@ def test_the_binary_gets_the_rendered_config_and_loopback_flags(tmp_path: Path) 
     assert args == [f"--config.file={config}",
                     f"--storage.tsdb.path={tmp_path / 'out/prometheus/data'}",
                     "--storage.tsdb.retention.time=15d",
-                    "--web.listen-address=127.0.0.1:19090", "--log.level=warn"]
+                    "--web.listen-address=127.0.0.1:19090", "--log.level=warn",
+                    "--enable-feature=exemplar-storage"]
     cfg = yaml.safe_load(config.read_text())
     assert cfg["global"]["scrape_interval"] == "2s"
     assert cfg["global"]["scrape_timeout"] == "2s"

@@ -306,3 +306,24 @@ def test_native_render_creates_the_admin_password_grafana_reads(
     assert str(path) in capsys.readouterr().out  # the user is told where it is
     assert run_render("--out", str(out)) == 0
     assert path.read_text() == password  # Grafana keeps the first one in its database
+
+
+def test_latency_ttft_and_cost_panels_show_exemplars(native: Path) -> None:
+    boards = load_dashboards(native)
+    with_exemplars = {(uid, p["title"]) for uid, board in boards.items()
+                      for p in board["panels"]
+                      if p.get("targets") and all(t.get("exemplar") for t in p["targets"])}
+    assert with_exemplars == {
+        ("llm-latency-ttft-dashboard", "Latency percentiles per model (p50 / p95 / p99)"),
+        ("llm-latency-ttft-dashboard", "TTFT percentiles per model (p50 / p95 / p99)"),
+        ("llm-cost-dashboard", "Cumulative cost per service and model (USD)"),
+        ("llm-genai-semconv-dashboard", "Operation duration p50 / p95 per model (s)"),
+        ("llm-genai-semconv-dashboard", "Time to first chunk p50 / p95 per model (s)"),
+    }
+    # each names a series that carries exemplars (docs/metrics.md, "Exemplars")
+    carrying = ("llm_latency_ms_total_bucket", "llm_latency_ms_ttft_bucket",
+                "llm_cost_usd_micro_total", "gen_ai_client_operation_duration_seconds_bucket",
+                "gen_ai_client_operation_time_to_first_chunk_seconds_bucket")
+    for uid, title in with_exemplars:
+        (panel,) = [p for p in boards[uid]["panels"] if p["title"] == title]
+        assert all(any(c in t["expr"] for c in carrying) for t in panel["targets"]), title

@@ -7,8 +7,16 @@ collector's families one by one: a family that fails is rendered again with its 
 values and help text cleaned (:func:`clean_label`), and left out, logged and counted
 only if that fails too. Its own self-metric is rendered last, after this scrape's count.
 
-Thread-safe (prometheus_client's values carry their own locks): the scrape server
-calls :meth:`Exposition.render` on an executor thread, off the event loop.
+Counter, gauge and histogram objects are rendered by :class:`series_render.FamilyRender`,
+which keeps each label set's lines and re-renders only the sets that changed since the last
+scrape (byte-identical output); everything else (scrape-time self-metrics, the multiprocess
+sum) the library's way. Both formats: the Prometheus text format 0.0.4 and OpenMetrics 1.0.0,
+the one with exemplars. A global series budget (``max_series`` sample lines over every metric
+object) bounds the whole exposition beside the per-family label-set budgets: label sets past
+it are left out of that scrape and counted in ``llm_observe_scrape_series_left_out_total``.
+
+Thread-safe (prometheus_client's values carry their own locks; renders take turns): the
+scrape server calls :meth:`Exposition.render` on an executor thread, off the event loop.
 """
 
 from __future__ import annotations
@@ -16,18 +24,38 @@ from __future__ import annotations
 import copy
 import gc
 import logging
-from collections.abc import Iterable
+import threading
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
 from llm_observe.collector.exporters.labels import clean_label
+from llm_observe.collector.exporters.series_render import (
+    OPENMETRICS,
+    TEXT,
+    FamilyRender,
+    SeriesBudget,
+    Unsupported,
+    supported,
+)
 
 log = logging.getLogger(__name__)
 
 RENDER_ERRORS = "llm_observe_scrape_render_errors"
+LEFT_OUT = "llm_observe_scrape_series_left_out"
+MAX_SERIES = 1_000_000  # Settings.max_scrape_series
+_EOF = b"# EOF\n"
+
+
+def encode(families: list[Metric], fmt: str) -> bytes:
+    """``families`` in ``fmt`` by prometheus_client, without OpenMetrics' closing ``# EOF``."""
+    if fmt == TEXT:
+        return generate_latest(_Families(families))
+    body: bytes = generate_openmetrics(_Families(families))  # type: ignore[no-untyped-call]
+    return body[:-len(_EOF)]
 
 
 class NothingRendered(Exception):
@@ -47,49 +75,71 @@ class _Families:
 
 
 class Exposition:
-    """Renders ``registry``; registers ``llm_observe_scrape_render_errors_total`` on it."""
+    """Renders ``registry``; registers its own self-metrics on it (rendered last)."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, max_series: int = MAX_SERIES) -> None:
+        if max_series < 1:
+            raise ValueError("max_series must be >= 1")
         self.registry = registry
+        self.max_series = max_series
         self.errors = 0  # families that raised while rendering: repaired or left out
+        self.left_out = 0  # sample lines left out of scrapes by the series budget
         self._reported: set[str] = set()  # log a failing family's traceback once
+        self._fast: dict[object, FamilyRender] = {}
+        self._slow: set[object] = set()  # objects the fast path refused: the library's way
+        self._lock = threading.Lock()
+        self._budget_logged = False
         registry.register(self)
 
     def describe(self) -> list[Metric]:
-        return [self._own()]
+        return self._own()
 
     def collect(self) -> list[Metric]:
-        return [self._own()]
+        return self._own()
 
-    def _own(self) -> Metric:
-        return CounterMetricFamily(
+    def _own(self) -> list[Metric]:
+        return [CounterMetricFamily(
             RENDER_ERRORS, "Metric families that failed to render on a scrape (repaired "
-            "with cleaned labels, or left out of it)", value=self.errors)
+            "with cleaned labels, or left out of it)", value=self.errors),
+            CounterMetricFamily(
+            LEFT_OUT, "Sample lines left out of scrapes because the exposition reached its "
+            "series budget (LLM_OBSERVE_MAX_SCRAPE_SERIES)", value=self.left_out)]
 
-    def render(self) -> bytes:
-        """The exposition in the Prometheus text format 0.0.4.
+    def render(self, fmt: str = TEXT) -> bytes:
+        """The exposition in the Prometheus text format 0.0.4 (``TEXT``) or OpenMetrics
+        1.0.0 (``OPENMETRICS``, with exemplars and the closing ``# EOF``).
 
         Never raises because of one family or collector; raises NothingRendered when
         none rendered at all.
         """
+        if fmt not in (TEXT, OPENMETRICS):
+            raise ValueError(f"unknown exposition format {fmt!r}")
         # The cyclic GC is paused while rendering: a histogram family at the label-set
         # budget is ~120,000 short-lived samples, alive until the family is rendered, so
         # collections promoted them and triggered a full collection of the whole heap
         # (180-620 ms measured, GIL held: the event loop stalled). Paused, the samples are
         # freed by reference counting as each family is done, and nothing is promoted.
-        paused = gc.isenabled()
-        gc.disable()
-        try:
-            return self._render()
-        finally:
-            if paused:
-                gc.enable()
+        with self._lock:
+            paused = gc.isenabled()
+            gc.disable()
+            try:
+                return self._render(fmt)
+            finally:
+                if paused:
+                    gc.enable()
 
-    def _render(self) -> bytes:
+    def _render(self, fmt: str) -> bytes:
         parts: list[bytes] = []
         failed = 0
-        for collector in registry_collectors(self.registry):
+        budget = SeriesBudget(self.max_series)
+        collectors = registry_collectors(self.registry)
+        self._forget(collectors)
+        for collector in collectors:
             if collector is self:
+                continue
+            body = self._fast_family(collector, fmt, budget)
+            if body is not None:
+                parts.append(body)
                 continue
             try:
                 families = list(collector.collect())
@@ -98,7 +148,7 @@ class Exposition:
                 self._report(f"collector {type(collector).__name__}", "left out", exc)
                 continue
             for family in families:
-                body = self._family(family)
+                body = self._family(family, fmt)
                 if body is None:
                     failed += 1
                 else:
@@ -107,16 +157,54 @@ class Exposition:
             self.errors += failed
             if not parts:
                 raise NothingRendered(f"all {failed} metric families failed to render")
-        parts.append(generate_latest(_Families([self._own()])))
+        if budget.left_out:
+            self.left_out += budget.left_out
+            if not self._budget_logged:
+                self._budget_logged = True
+                log.warning("scrape: %d sample lines over the series budget of %d left out "
+                            "(logged once, counted in %s_total)", budget.left_out,
+                            self.max_series, LEFT_OUT)
+        parts.append(encode(self._own(), fmt))
+        if fmt == OPENMETRICS:
+            parts.append(_EOF)
         return b"".join(parts)
 
-    def _family(self, family: Metric) -> bytes | None:
+    def _fast_family(self, collector: object, fmt: str, budget: SeriesBudget) -> bytes | None:
+        """``collector`` by :class:`FamilyRender`, or None: render it the library's way."""
+        if collector in self._slow or not supported(collector):
+            return None
+        fam = self._fast.get(collector)
         try:
-            return generate_latest(_Families([family]))
+            if fam is None:
+                fam = self._fast[collector] = FamilyRender(collector)
+            left, left_out = budget.left, budget.left_out
+            try:
+                return fam.render(fmt, budget)
+            except Exception:
+                budget.left, budget.left_out = left, left_out  # rendered again below
+                raise
+        except Unsupported as exc:
+            log.debug("scrape: %r rendered by prometheus_client (%s)", collector, exc)
+        except Exception as exc:  # a label value that cannot encode: repaired below
+            log.debug("scrape: %r rendered by prometheus_client (%r)", collector, exc)
+        self._slow.add(collector)
+        self._fast.pop(collector, None)
+        return None
+
+    def _forget(self, collectors: list[Any]) -> None:
+        """Drop what is kept for objects no longer registered."""
+        if len(self._fast) + len(self._slow) > len(collectors):
+            live = {id(c) for c in collectors}
+            self._fast = {c: f for c, f in self._fast.items() if id(c) in live}
+            self._slow = {c for c in self._slow if id(c) in live}
+
+    def _family(self, family: Metric, fmt: str) -> bytes | None:
+        try:
+            return encode([family], fmt)
         except Exception as exc:
             first = exc
         try:
-            body = generate_latest(_Families([_cleaned(family)]))
+            body = encode([_cleaned(family)], fmt)
         except Exception:
             self._report(f"family {family.name!r}", "left out", first)
             return None
@@ -133,7 +221,7 @@ class Exposition:
                   what, outcome, RENDER_ERRORS, exc_info=exc)
 
 
-def registry_collectors(registry: CollectorRegistry) -> Iterable[Any]:
+def registry_collectors(registry: CollectorRegistry) -> list[Any]:
     """The registry's collectors, one by one, so that one that raises loses only its own.
 
     prometheus_client keeps them in ``_collector_to_names`` under ``_lock`` (every

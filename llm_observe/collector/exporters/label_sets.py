@@ -65,8 +65,9 @@ class LabelLimits:
 class Group:
     """Cached label children for one (model, provider, service_name)."""
 
-    __slots__ = ("completion", "cost", "finish", "finish_sets", "genai", "injection", "key",
-                 "latency", "pii", "prompt", "spans", "spans_sets", "ttft", "unpriced")
+    __slots__ = ("completion", "cost", "exemplars_until", "finish", "finish_sets", "genai",
+                 "injection", "key", "latency", "pii", "prompt", "slowest", "spans",
+                 "spans_sets", "ttft", "unpriced")
 
     def __init__(self, m: LlmMetrics, key: tuple[str, str, str]) -> None:
         self.key = key
@@ -85,6 +86,9 @@ class Group:
         self.spans: dict[tuple[str, bool], Any] = {}
         self.spans_sets: dict[tuple[str, str], Any] = {}
         self.genai: dict[Any, GenAiSet] = {}  # by GenAI tally key (see LlmMetrics.record)
+        # exemplars.py: when all exemplars are picked again; the slowest call since then
+        self.exemplars_until = 0.0
+        self.slowest: float = 0
 
 
 class LabelSets:

@@ -17,6 +17,10 @@ reported-cost stats: plain numbers, no lock on the hot path) have no file of the
 :class:`ScrapeTimeMirror` copies their current values into the worker's files every
 ``MIRROR_INTERVAL_S`` and once more after the drain at shutdown. They are all counters,
 so they are summed too; a gauge family would be mirrored ``livesum``.
+
+Exemplars, which the library's multiprocess mode drops, are kept and merged by
+``multiprocess_exemplars.py``: :meth:`ScrapeTimeMirror.sync` writes the worker's, and
+:func:`summed_registry` attaches the newest of every worker's to the summed samples.
 """
 
 from __future__ import annotations
@@ -28,9 +32,14 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, values
 from prometheus_client.metrics import MetricWrapperBase
-from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+from prometheus_client.multiprocess import mark_process_dead
 
 from llm_observe.collector.exporters.exposition import Exposition, registry_collectors
+from llm_observe.collector.exporters.multiprocess_exemplars import (
+    PATTERN,
+    MergedExemplars,
+    worker_store,
+)
 
 __all__ = ["ENV", "MIRROR_INTERVAL_S", "ScrapeTimeMirror", "active", "forget_worker",
            "prepare_dir", "summed_registry"]
@@ -50,14 +59,15 @@ def active() -> bool:
 def prepare_dir(path: str) -> None:
     """Empty ``path`` of a previous run's files (the library's rule: wipe it between runs)."""
     os.makedirs(path, exist_ok=True)
-    for old in glob.glob(os.path.join(path, "*.db")):
+    for old in (*glob.glob(os.path.join(path, "*.db")), *glob.glob(os.path.join(path, PATTERN))):
         os.remove(old)
 
 
 def summed_registry(path: str) -> CollectorRegistry:
-    """A registry whose collection is every worker's files in ``path``, merged."""
+    """A registry whose collection is every worker's files in ``path``, merged (exemplars
+    too)."""
     registry = CollectorRegistry()
-    MultiProcessCollector(registry, path)  # type: ignore[no-untyped-call]
+    registry.register(MergedExemplars(path))  # type: ignore[arg-type]
     return registry
 
 
@@ -76,7 +86,11 @@ class ScrapeTimeMirror:
         self._skipped: set[str] = set()
 
     def sync(self) -> int:
-        """Copy every current sample; return how many were written."""
+        """Copy every current sample (and write the worker's exemplars); return how many
+        samples were written."""
+        store = worker_store()
+        if store is not None:
+            store.flush()
         written = 0
         for collector in registry_collectors(self.registry):
             # metric objects write their own files; the exposition's count is the scraping

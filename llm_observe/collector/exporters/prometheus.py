@@ -22,9 +22,10 @@ import time
 from collections.abc import Sequence
 from operator import attrgetter, countOf
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, values
 
 from llm_observe.collector.exporters.buckets import SharedBounds, observe_batch, observe_shared
+from llm_observe.collector.exporters.exemplars import Exemplars, Sink
 from llm_observe.collector.exporters.genai import (
     DURATION_BUCKETS_S,
     GenAiMetrics,
@@ -32,6 +33,7 @@ from llm_observe.collector.exporters.genai import (
     observe_tokens,
 )
 from llm_observe.collector.exporters.label_sets import BASE_LABELS, Group, LabelLimits, LabelSets
+from llm_observe.collector.exporters.multiprocess_exemplars import worker_store
 from llm_observe.semconv import STATUS_ERROR
 from llm_observe.span import LlmSpan
 
@@ -60,12 +62,18 @@ FIRST_SLICE = 32
 MAX_SLICE = 4096
 
 
+def multiprocess_values() -> bool:
+    """True when prometheus_client keeps values in multiprocess files (``serve --workers``)."""
+    return bool(getattr(values.ValueClass, "_multiprocess", False))
+
+
 class LlmMetrics:
     """The metric families on one registry (tests get a fresh registry each)."""
 
     def __init__(self, registry: CollectorRegistry | None = None,
                  limits: LabelLimits | None = None, *, batch_buckets: bool = True,
-                 genai: bool = True) -> None:
+                 genai: bool = True, exemplars: bool = True,
+                 exemplar_sink: Sink | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.batch_buckets = batch_buckets  # False: observe() per value (bench baseline)
         limits = limits or LabelLimits()
@@ -97,6 +105,11 @@ class LlmMetrics:
         # the OTel GenAI client histograms (genai.py); None when Settings.genai_metrics is off
         self.genai = GenAiMetrics(r) if genai else None
         self.sets = LabelSets(self, limits)
+        # trace exemplars on latency, TTFT, cost and tokens (exemplars.py); None when off
+        if exemplar_sink is None and multiprocess_values():
+            store = worker_store()  # serve --workers: the library's values drop exemplars
+            exemplar_sink = store.keep if store is not None else None
+        self.exemplars = Exemplars(exemplar_sink) if exemplars else None
 
     def record(self, batch: Sequence[LlmSpan]) -> None:
         """Update every family from a batch of enriched spans.
@@ -106,7 +119,7 @@ class LlmMetrics:
         """
         tallies: dict[Group, _Tally] = {}
         group = self.sets.group
-        genai = self.genai is not None
+        keep = self.genai is not None or self.exemplars is not None  # the group's spans
         for span in batch:
             if span.duplicate_of is not None:  # another span counts this call (agents.dedup)
                 continue
@@ -130,7 +143,7 @@ class LlmMetrics:
                 t.finish[span.finish_reason] = t.finish.get(span.finish_reason, 0) + 1
             skey = (span.status, span.retry_count > 0)
             t.spans[skey] = t.spans.get(skey, 0) + 1
-            if genai:  # read at flush, in comprehensions
+            if keep:  # read at flush, in C loops
                 t.members.append(span)
         for g, t in tallies.items():
             self._flush(g, t)
@@ -141,9 +154,12 @@ class LlmMetrics:
                                 (g.injection, t.injection)):
             if amount:
                 counter.inc(amount)
-        if not (t.members and self._flush_genai(g, t)):  # else observed with the GenAI ones
+        if not (self.genai is not None and t.members and self._flush_genai(g, t)):
+            # else observed with the GenAI ones
             observe_batch(g.latency, t.latency, self.batch_buckets)
             observe_batch(g.ttft, t.ttft, self.batch_buckets)
+        if self.exemplars is not None:
+            self.exemplars.group(g, t.members, t.latency, t.ttft)
         for reason, n in t.finish.items():
             child = g.finish.get(reason)
             if child is None:
@@ -198,7 +214,7 @@ class _Tally:
         self.ttft: list[int] = []
         self.finish: dict[str, int] = {}
         self.spans: dict[tuple[str, bool], int] = {}
-        self.members: list[LlmSpan] = []  # the group's spans, when GenAI metrics are on
+        self.members: list[LlmSpan] = []  # the group's spans (GenAI metrics, exemplars)
 
 
 class PrometheusExporter:
