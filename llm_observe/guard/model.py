@@ -2,7 +2,9 @@
 
 The graph is the [embeddings] extra's own (llm_observe.embedding.graph, packed tokens,
 mean pool + L2 in the graph) built from the base weights with the shipped top layers laid
-over them, then made int8 by its smoothed per-token quantiser (embedding/quantize.py). It
+over them, then made int8 by its smoothed per-token quantiser (embedding/quantize.py), the
+FFN output projection included (the embedding graphs keep it fp32; here it measured 0.72x
+the CPU time with the detection figures unchanged: docs/scanning.md, "Cost"). It
 is cached like the embedding graphs, keyed by the base weights' and the delta's hashes.
 The head is one dot product in numpy: ``p = sigmoid(w . embedding + b)``.
 
@@ -29,6 +31,9 @@ from llm_observe.guard.files import GuardFiles, GuardRefused
 log = logging.getLogger(__name__)
 
 WINDOW = 126  # tokens per window; [CLS] and [SEP] make it 128
+# The graph's build recipe: "ffnq" = the FFN output projection int8 too. In the cache
+# name, so graphs (and scripts/guard_eval.py's cached scores) of another recipe are not reused.
+GRAPH_RECIPE = "int8ffnq"
 CLS, SEP = 101, 102
 
 
@@ -52,7 +57,7 @@ class GuardModel:
         if want != base_sha:
             raise GuardRefused(f"guard model was trained on base weights {str(want)[:12]}..., "
                                f"installed are {base_sha[:12]}...; refusing the guard model")
-        variant = f"guard-int8-w{cpu.int8_weight_levels().bit_length() + 1}"
+        variant = f"guard-{GRAPH_RECIPE}-w{cpu.int8_weight_levels().bit_length() + 1}"
         key = hashlib.sha256(f"{base_sha}|{files.sha256}".encode()).hexdigest()
         path = cache.graph_path(cache.cache_root(cache_dir), key, variant)
 
@@ -65,7 +70,8 @@ class GuardModel:
                     if name not in merged or merged[name].shape != value.shape:
                         raise GuardRefused(f"guard model tensor {name} does not fit the base")
                     merged[name] = value
-            model = quantize.build_int8(base, merged, levels=cpu.int8_weight_levels())
+            model = quantize.build_int8(base, merged, levels=cpu.int8_weight_levels(),
+                                        kinds=quantize.ALL_KINDS)
             return bytes(model.SerializeToString())
 
         options = session_options(threads)

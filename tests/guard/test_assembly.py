@@ -19,7 +19,9 @@ def test_collector_with_the_tier_on_counts_its_verdict(tmp_path: Path) -> None:
     on.write_text(text.replace("guard:\n  enabled: false", "guard:\n  enabled: true"))
     collector = build_collector(Settings(embedding_enabled=False, patterns_file=str(on)))
     names = [p.name for p in collector.pipeline.processors]
-    assert names.index("guard") == names.index("scan") + 1
+    # right after the scan stages (scan, then untrusted_scan for tool output): its verdict
+    # is in before sampling and the exporters record the span
+    assert names.index("guard") == names.index("untrusted_scan") + 1 > names.index("scan") + 1
     exposition = generate_latest(collector.registry).decode()
     assert 'llm_observe_scan_skipped_total{reason="not_ready"}' in exposition
 

@@ -107,11 +107,13 @@ def test_already_flagged_spans_are_not_read(model: GuardModel) -> None:
 def test_skips_are_exposed_by_reason(model: GuardModel) -> None:
     registry = CollectorRegistry()
     p = stage(model, registry, gate=0.0, max_windows_per_s=1)
-    for _ in range(3):
-        run(p, call(("user", QUESTION)))
+    for n in range(3):
+        run(p, call(("user", f"{QUESTION} ({n})")))
+    run(p, call(("user", f"{QUESTION} (0)")))  # read before: its verdict, no budget
     text = generate_latest(registry).decode()
     assert 'llm_observe_scan_skipped_total{reason="rate"} 2.0' in text
     assert "llm_observe_scan_encoder_texts_total 1.0" in text
+    assert "llm_observe_scan_encoder_cached_total 1.0" in text
 
 
 def test_many_messages_and_huge_text(model: GuardModel) -> None:
