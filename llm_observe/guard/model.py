@@ -46,6 +46,25 @@ class Scored:
     total_windows: int  # windows the whole text has (more than run: cut by max_windows)
 
 
+def build_graph(files: GuardFiles, base: weights.ModelFiles,
+                ffn_out_int8: bool = True) -> bytes:
+    """The serialised int8 graph: base weights with the shipped layers laid over them.
+
+    ``ffn_out_int8=False`` is the earlier recipe (FFN output in fp32), kept so
+    bench/scan_guard.py can time both in one run."""
+    from llm_observe.embedding import graph, quantize
+
+    merged = graph.load_weights(base)
+    for name, value in files.tensors.items():
+        if not name.startswith("head."):
+            if name not in merged or merged[name].shape != value.shape:
+                raise GuardRefused(f"guard model tensor {name} does not fit the base")
+            merged[name] = value
+    kinds = quantize.ALL_KINDS if ffn_out_int8 else quantize.QUANTIZED_KINDS
+    model = quantize.build_int8(base, merged, levels=cpu.int8_weight_levels(), kinds=kinds)
+    return bytes(model.SerializeToString())
+
+
 class GuardModel:
     """A loaded encoder. ``score`` is not locked: one caller at a time (the tier locks)."""
 
@@ -62,17 +81,7 @@ class GuardModel:
         path = cache.graph_path(cache.cache_root(cache_dir), key, variant)
 
         def build() -> bytes:
-            from llm_observe.embedding import graph, quantize
-
-            merged = graph.load_weights(base)
-            for name, value in files.tensors.items():
-                if not name.startswith("head."):
-                    if name not in merged or merged[name].shape != value.shape:
-                        raise GuardRefused(f"guard model tensor {name} does not fit the base")
-                    merged[name] = value
-            model = quantize.build_int8(base, merged, levels=cpu.int8_weight_levels(),
-                                        kinds=quantize.ALL_KINDS)
-            return bytes(model.SerializeToString())
+            return build_graph(files, base)
 
         options = session_options(threads)
         try:
