@@ -6,8 +6,7 @@ Scores every validation row of scripts/guard_data.py (never trained on: held-out
 families, held-out benign families) with (a) today's word model, (b) a logistic head on
 frozen all-MiniLM-L6-v2 embeddings (int8, the [embeddings] extra's graph), (c) the
 fine-tuned encoder (int8, llm_observe.guard), each over the same 128-token windows (the
-encoders read what the tier reads: GuardModel.read, head + tail). Scores are cached in
-``--work``.
+encoders read the first 8). Scores are cached in ``--work``.
 
 Reports (JSON lines):
 - the comparison at a matched false-alarm rate: each model's threshold set at 1% on the
@@ -41,7 +40,6 @@ import guard_data  # noqa: E402
 from llm_observe.embedding import batching  # noqa: E402
 from llm_observe.guard.files import MANIFEST_FILE, MODEL_DIR, GuardFiles, load_files  # noqa: E402
 from llm_observe.guard.model import GRAPH_RECIPE, GuardModel  # noqa: E402
-from llm_observe.guard.tier import GuardConfig  # noqa: E402
 from llm_observe.scan import Scanner, load_patterns  # noqa: E402
 from llm_observe.scan.classifier import shared_model  # noqa: E402
 from llm_observe.scan.messages import RoleScanner  # noqa: E402
@@ -49,7 +47,7 @@ from llm_observe.scan.normalize import fold  # noqa: E402
 from llm_observe.scan.patterns import ClassifierConfig  # noqa: E402
 
 TARGET_FA = 0.01
-MAX_WINDOWS = GuardConfig().max_windows  # as the tier reads: head + the last 126 tokens
+MAX_WINDOWS = 8
 
 
 def band(n: int) -> str:
@@ -82,8 +80,8 @@ def scores(rows: list[dict[str, object]], work: Path) -> dict[str, np.ndarray]:
 
 
 def embeddings(files: GuardFiles, texts: list[str], work: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Sentence embedding of each text's windows as the tier reads them, and each one's text."""
-    recipe = f"{GRAPH_RECIPE}-read{MAX_WINDOWS}"
+    """Sentence embedding of each text's first MAX_WINDOWS windows, and each one's text."""
+    recipe = "" if GRAPH_RECIPE == "int8" else GRAPH_RECIPE  # older caches: plain int8
     key = hashlib.sha256((recipe + files.sha256 + "|".join(texts)).encode()).hexdigest()[:16]
     path = work / f"emb-{key}.npz"
     if path.exists():
@@ -92,7 +90,7 @@ def embeddings(files: GuardFiles, texts: list[str], work: Path) -> tuple[np.ndar
     model = GuardModel(files)
     embs, owner = [], []
     for i, t in enumerate(texts):
-        wins, _ = model.read(t, MAX_WINDOWS)
+        wins = model.windows(t)[:MAX_WINDOWS]
         (e,) = model.session.run(None, batching.pack(wins))
         embs.append(e)
         owner += [i] * len(wins)

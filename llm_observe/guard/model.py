@@ -34,7 +34,6 @@ WINDOW = 126  # tokens per window; [CLS] and [SEP] make it 128
 # The graph's build recipe: "ffnq" = the FFN output projection int8 too. In the cache
 # name, so graphs (and scripts/guard_eval.py's cached scores) of another recipe are not reused.
 GRAPH_RECIPE = "int8ffnq"
-CHARS_PER_TOKEN = 16  # a WordPiece token is rarely longer: bounds what is tokenised
 CLS, SEP = 101, 102
 
 
@@ -100,39 +99,14 @@ class GuardModel:
         self.head_w: NDArray[np.float32] = head_w.astype(np.float32)
         self.head_b = head_b
 
-    def ids(self, text: str) -> list[int]:
-        """WordPiece ids of ``text`` (no special tokens)."""
+    def windows(self, text: str) -> list[list[int]]:
+        """The text's token windows, each wrapped in [CLS] ... [SEP]."""
         try:
-            return list(self.tokenizer.encode(text, add_special_tokens=False).ids)
+            ids = self.tokenizer.encode(text, add_special_tokens=False).ids
         except TypeError:  # lone surrogates (JSON "\ud800") are no str to the tokenizer
             clean = text.encode("utf-8", "replace").decode("utf-8")
-            return list(self.tokenizer.encode(clean, add_special_tokens=False).ids)
-
-    def windows(self, text: str) -> list[list[int]]:
-        """All the text's token windows, each wrapped in [CLS] ... [SEP]."""
-        ids = self.ids(text)
+            ids = self.tokenizer.encode(clean, add_special_tokens=False).ids
         return [[CLS, *ids[i:i + WINDOW], SEP] for i in range(0, max(1, len(ids)), WINDOW)]
-
-    def read(self, text: str, max_windows: int) -> tuple[list[list[int]], bool]:
-        """The windows the tier runs, and whether some of the text's middle is left unread.
-
-        Head and tail: the first ``max_windows - 1`` windows, then, if tokens remain, one
-        window of the text's last 126 tokens (it may overlap the head), so an instruction
-        planted at the end of a long document is read. ``max_windows`` 1: the first window.
-        Long texts are tokenised in two cuts (head, tail), never whole."""
-        span = WINDOW * CHARS_PER_TOKEN
-        heads = max_windows - 1 if max_windows > 1 else 1
-        if len(text) > (heads + 1) * span:
-            head, tail = self.ids(text[:heads * span]), self.ids(text[-span:])
-            partial = True
-        else:
-            head = tail = self.ids(text)
-            partial = len(head) > max_windows * WINDOW
-        wins = [[CLS, *head[i:i + WINDOW], SEP]
-                for i in range(0, max(1, min(len(head), heads * WINDOW)), WINDOW)]
-        if max_windows > 1 and (partial or len(tail) > heads * WINDOW):
-            wins.append([CLS, *tail[-WINDOW:], SEP])
-        return wins, partial
 
     def score_windows(self, wins: Sequence[Sequence[int]]) -> NDArray[np.float32]:
         """Probability of each window (one run; the caller bounds how many)."""
@@ -140,8 +114,9 @@ class GuardModel:
         logits = emb @ self.head_w + self.head_b
         return np.asarray(1.0 / (1.0 + np.exp(-logits)), dtype=np.float32)
 
-    def score(self, text: str, max_windows: int = 2) -> Scored:
-        """Highest window probability over the windows :meth:`read` picks."""
-        run, _ = self.read(text, max_windows)
+    def score(self, text: str, max_windows: int = 8) -> Scored:
+        """Highest window probability over the first ``max_windows`` windows."""
+        wins = self.windows(text)
+        run = wins[:max_windows]
         probs = self.score_windows(run)
-        return Scored(float(probs.max()), len(run), len(self.windows(text)))
+        return Scored(float(probs.max()), len(run), len(wins))

@@ -12,8 +12,8 @@ processors/guard.py; thread-safe, never raises for bad text, never blocks on I/O
   not in debt, so one run overdraws it at most); ``queue``, at most ``queue_max`` texts
   waiting for or in the model at once. Over budget the text is skipped, counted by
   reason; ``not_ready`` while the model loads (or when it failed to); ``windows``: a text
-  longer than ``max_windows`` windows is read on its head (``max_windows - 1`` windows)
-  and its last 126 tokens only (GuardModel.read; counted, still judged).
+  longer than ``max_windows`` windows is read on its first ``max_windows`` only (counted,
+  still judged).
 - A text read recently (the same characters, up to the length cut) gets its cached
   verdict back without a model run or budget (guard/verdicts.py; ``cache_size`` texts,
   counted in ``stats.cached``).
@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from llm_observe.guard.model import GuardModel
+from llm_observe.guard.model import WINDOW, GuardModel
 from llm_observe.guard.verdicts import VerdictCache, text_key
 from llm_observe.processors.budget import TokenBucket
 
@@ -45,7 +45,7 @@ class GuardConfig:
     max_windows_per_s: float = 20.0
     max_busy: float = 0.1         # share of the wall clock the model may take
     queue_max: int = 4
-    max_windows: int = 2          # windows read per text: head, and the last 126 tokens
+    max_windows: int = 8          # windows read per text (the first ones)
     threads: int = 1
     cache_size: int = 4096        # verdicts kept by text digest (0: no cache)
 
@@ -117,17 +117,22 @@ class GuardTier:
         if model is None:
             self._skip("not_ready")
             return None
-        key = text_key(text)
+        # A window is 126 tokens, rarely over ~16 characters each: past that many
+        # characters the rest of a text could not be read anyway; do not tokenize it.
+        limit = self.config.max_windows * WINDOW * 16
+        key = text_key(text[:limit])
         with self._lock:
             cached = self._verdicts.get(key)
             if cached is not None:
                 self.stats.cached += 1
                 return cached
         try:
-            wins, partial = model.read(text, self.config.max_windows)
+            wins = model.windows(text[:limit])
         except Exception:  # the tokenizer refuses nothing we know of; never break the span
             log.debug("guard tokenizer failed", exc_info=True)
             return None
+        partial = len(wins) > self.config.max_windows or len(text) > limit
+        wins = wins[:self.config.max_windows]
         with self._lock:
             if self._waiting >= self.config.queue_max:
                 self._skip_locked("queue")

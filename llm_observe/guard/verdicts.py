@@ -4,8 +4,8 @@ Apps send the same untrusted text again and again (a retrieved document on every
 a RAG app, a tool's fixed output, a retried user turn). A text whose verdict is here is
 not read again: no model time, no budget spent. Contract:
 
-- the key is a 16-byte BLAKE2b digest of the exact text, so equal texts share a
-  verdict and no text is kept in memory;
+- the key is a 16-byte BLAKE2b digest of the exact text read (after the tier's length
+  cut), so equal texts share a verdict and no text is kept in memory;
 - at most ``size`` verdicts, the least recently used dropped first;
 - not locked: the caller (GuardTier) holds its own lock around every call.
 """
