@@ -1,7 +1,9 @@
 """The encoder tier's cost: CPU ms per 256-token text (two 128-token windows) and per
 window, int8 on one onnxruntime thread; process time (the machine is shared).
 
-Run: python -m bench.scan_guard [--quick]   (needs the [guard] extra)
+Run: python -m bench.scan_guard [--quick] [--compare]   (needs the [guard] extra)
+``--compare`` also builds the earlier graph recipe (FFN output projection in fp32) and
+times both alternately in the same run (before/after figures in docs/scanning.md).
 Detection figures: python scripts/guard_eval.py (docs/scanning.md, "The encoder tier").
 """
 
@@ -10,32 +12,59 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from bench._common import emit
 from bench.scan import prose_prompts
 
+if TYPE_CHECKING:
+    from llm_observe.guard.model import GuardModel
 
-def main(rounds: int = 40) -> None:
+
+def main(rounds: int = 40, compare: bool = False, repeats: int = 5) -> None:
+    import onnxruntime as ort
+
+    from llm_observe.embedding import weights
+    from llm_observe.embedding.model import session_options
     from llm_observe.guard.files import load_files
-    from llm_observe.guard.model import WINDOW, GuardModel
+    from llm_observe.guard.model import GRAPH_RECIPE, WINDOW, GuardModel, build_graph
 
     start = time.perf_counter()
-    model = GuardModel(load_files())
+    files = load_files()
+    model = GuardModel(files)
     emit("scan_guard", "load_s", time.perf_counter() - start, "s", note="graph cached after the "
          "first build")
+    sessions = {GRAPH_RECIPE: model.session}
+    if compare:
+        sessions["int8_ffn_fp32"] = ort.InferenceSession(
+            build_graph(files, weights.locate(), ffn_out_int8=False), session_options(1),
+            providers=["CPUExecutionProvider"])
     text = " ".join(prose_prompts(8, width=2000))
     ids = model.windows(text)
     two = ids[:2]  # 2 x (126 + 2) = 256 tokens
     assert len(two) == 2 and all(len(w) == WINDOW + 2 for w in two)
     for label, wins in (("256_tokens", two), ("128_tokens", two[:1])):
-        times = []
-        for _ in range(rounds):
-            t = time.process_time_ns()
-            model.score_windows(wins)
-            times.append(time.process_time_ns() - t)
-        emit("scan_guard", f"p50_ms_{label}", statistics.median(times) / 1e6, "ms",
-             target=10 if label == "256_tokens" else None, threads=1, variant="int8")
+        # Alternate the recipes, `repeats` medians each, and report the median of those.
+        medians: dict[str, list[float]] = {name: [] for name in sessions}
+        for _ in range(repeats if compare else 1):
+            for name, session in sessions.items():
+                model.session = session
+                medians[name].append(_median_ms(model, wins, rounds))
+        for name, values in medians.items():
+            emit("scan_guard", f"p50_ms_{label}", statistics.median(values), "ms",
+                 target=10 if label == "256_tokens" else None, threads=1, variant=name)
+
+
+def _median_ms(model: GuardModel, wins: Sequence[Sequence[int]], rounds: int) -> float:
+    model.score_windows(wins)  # warm
+    times = []
+    for _ in range(rounds):
+        t = time.process_time_ns()
+        model.score_windows(wins)
+        times.append(time.process_time_ns() - t)
+    return statistics.median(times) / 1e6
 
 
 if __name__ == "__main__":
-    main(rounds=10 if "--quick" in sys.argv else 40)
+    main(rounds=10 if "--quick" in sys.argv else 40, compare="--compare" in sys.argv)

@@ -39,7 +39,7 @@ import guard_data  # noqa: E402
 
 from llm_observe.embedding import batching  # noqa: E402
 from llm_observe.guard.files import MANIFEST_FILE, MODEL_DIR, GuardFiles, load_files  # noqa: E402
-from llm_observe.guard.model import GuardModel  # noqa: E402
+from llm_observe.guard.model import GRAPH_RECIPE, GuardModel  # noqa: E402
 from llm_observe.scan import Scanner, load_patterns  # noqa: E402
 from llm_observe.scan.classifier import shared_model  # noqa: E402
 from llm_observe.scan.messages import RoleScanner  # noqa: E402
@@ -81,7 +81,8 @@ def scores(rows: list[dict[str, object]], work: Path) -> dict[str, np.ndarray]:
 
 def embeddings(files: GuardFiles, texts: list[str], work: Path) -> tuple[np.ndarray, np.ndarray]:
     """Sentence embedding of each text's first MAX_WINDOWS windows, and each one's text."""
-    key = hashlib.sha256((files.sha256 + "|".join(texts)).encode()).hexdigest()[:16]
+    recipe = "" if GRAPH_RECIPE == "int8" else GRAPH_RECIPE  # older caches: plain int8
+    key = hashlib.sha256((recipe + files.sha256 + "|".join(texts)).encode()).hexdigest()[:16]
     path = work / f"emb-{key}.npz"
     if path.exists():
         cached = np.load(path)

@@ -43,6 +43,9 @@ from llm_observe.embedding.weights import ModelFiles
 
 ALPHA = 0.7
 QUANTIZED_KINDS = frozenset({"qkv", "ffn_in", "attn_out"})
+# The guard encoder (llm_observe/guard) quantises the FFN output too: 0.72x its CPU time
+# for a 256-token text with its recall and false alarms unchanged (docs/scanning.md, Cost).
+ALL_KINDS = QUANTIZED_KINDS | {"ffn_out"}
 _FLOOR = 1e-5
 
 
@@ -60,10 +63,11 @@ class SmoothInt8Linear:
 
     factors: Mapping[str, Array]
     levels: int = 127  # weight range +-levels; 63 on CPUs whose kernels saturate (cpu.py)
+    kinds: frozenset[str] = QUANTIZED_KINDS  # the rest stay fp32 Gemms
 
     def __call__(self, g: GraphBuilder, x: str, weight: Array, bias: Array, kind: str,
                  layer: int) -> str:
-        if kind not in QUANTIZED_KINDS:
+        if kind not in self.kinds:
             return fp32_linear(g, x, weight, bias, kind, layer)
         if kind == "qkv" and key("attn_out", layer) in self.factors:
             # Pre-divide V so the attention context arrives already smoothed for attn_out.
@@ -152,9 +156,10 @@ def calibrate(files: ModelFiles, weights: Mapping[str, Array],
 
 
 def build_int8(files: ModelFiles, weights: Mapping[str, Array] | None = None,
-               levels: int = 127) -> onnx.ModelProto:
+               levels: int = 127, kinds: frozenset[str] = QUANTIZED_KINDS) -> onnx.ModelProto:
     """Calibrate, then build the int8 graph (the fp32 graph's wiring, smoothed int8 linears)
-    with weights in +-``levels`` (see cpu.int8_weight_levels)."""
+    with weights in +-``levels`` (see cpu.int8_weight_levels); ``kinds`` are the linear
+    layers made int8 (``ffn_out`` has no smoothing factor: per-token range only)."""
     w = dict(weights) if weights is not None else graph.load_weights(files)
     factors = smoothing_factors(w, calibrate(files, w), files.config().num_layers)
-    return graph.build(files, SmoothInt8Linear(factors, levels), w)
+    return graph.build(files, SmoothInt8Linear(factors, levels, kinds), w)

@@ -2,7 +2,9 @@
 
 The graph is the [embeddings] extra's own (llm_observe.embedding.graph, packed tokens,
 mean pool + L2 in the graph) built from the base weights with the shipped top layers laid
-over them, then made int8 by its smoothed per-token quantiser (embedding/quantize.py). It
+over them, then made int8 by its smoothed per-token quantiser (embedding/quantize.py), the
+FFN output projection included (the embedding graphs keep it fp32; here it measured 0.72x
+the CPU time with the detection figures unchanged: docs/scanning.md, "Cost"). It
 is cached like the embedding graphs, keyed by the base weights' and the delta's hashes.
 The head is one dot product in numpy: ``p = sigmoid(w . embedding + b)``.
 
@@ -29,6 +31,9 @@ from llm_observe.guard.files import GuardFiles, GuardRefused
 log = logging.getLogger(__name__)
 
 WINDOW = 126  # tokens per window; [CLS] and [SEP] make it 128
+# The graph's build recipe: "ffnq" = the FFN output projection int8 too. In the cache
+# name, so graphs (and scripts/guard_eval.py's cached scores) of another recipe are not reused.
+GRAPH_RECIPE = "int8ffnq"
 CLS, SEP = 101, 102
 
 
@@ -39,6 +44,25 @@ class Scored:
     score: float       # highest window probability
     windows: int       # windows run
     total_windows: int  # windows the whole text has (more than run: cut by max_windows)
+
+
+def build_graph(files: GuardFiles, base: weights.ModelFiles,
+                ffn_out_int8: bool = True) -> bytes:
+    """The serialised int8 graph: base weights with the shipped layers laid over them.
+
+    ``ffn_out_int8=False`` is the earlier recipe (FFN output in fp32), kept so
+    bench/scan_guard.py can time both in one run."""
+    from llm_observe.embedding import graph, quantize
+
+    merged = graph.load_weights(base)
+    for name, value in files.tensors.items():
+        if not name.startswith("head."):
+            if name not in merged or merged[name].shape != value.shape:
+                raise GuardRefused(f"guard model tensor {name} does not fit the base")
+            merged[name] = value
+    kinds = quantize.ALL_KINDS if ffn_out_int8 else quantize.QUANTIZED_KINDS
+    model = quantize.build_int8(base, merged, levels=cpu.int8_weight_levels(), kinds=kinds)
+    return bytes(model.SerializeToString())
 
 
 class GuardModel:
@@ -52,21 +76,12 @@ class GuardModel:
         if want != base_sha:
             raise GuardRefused(f"guard model was trained on base weights {str(want)[:12]}..., "
                                f"installed are {base_sha[:12]}...; refusing the guard model")
-        variant = f"guard-int8-w{cpu.int8_weight_levels().bit_length() + 1}"
+        variant = f"guard-{GRAPH_RECIPE}-w{cpu.int8_weight_levels().bit_length() + 1}"
         key = hashlib.sha256(f"{base_sha}|{files.sha256}".encode()).hexdigest()
         path = cache.graph_path(cache.cache_root(cache_dir), key, variant)
 
         def build() -> bytes:
-            from llm_observe.embedding import graph, quantize
-
-            merged = graph.load_weights(base)
-            for name, value in files.tensors.items():
-                if not name.startswith("head."):
-                    if name not in merged or merged[name].shape != value.shape:
-                        raise GuardRefused(f"guard model tensor {name} does not fit the base")
-                    merged[name] = value
-            model = quantize.build_int8(base, merged, levels=cpu.int8_weight_levels())
-            return bytes(model.SerializeToString())
+            return build_graph(files, base)
 
         options = session_options(threads)
         try:

@@ -14,6 +14,9 @@ processors/guard.py; thread-safe, never raises for bad text, never blocks on I/O
   reason; ``not_ready`` while the model loads (or when it failed to); ``windows``: a text
   longer than ``max_windows`` windows is read on its first ``max_windows`` only (counted,
   still judged).
+- A text read recently (the same characters, up to the length cut) gets its cached
+  verdict back without a model run or budget (guard/verdicts.py; ``cache_size`` texts,
+  counted in ``stats.cached``).
 - Returns the probability, or None when the text was not read.
 """
 
@@ -26,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llm_observe.guard.model import WINDOW, GuardModel
+from llm_observe.guard.verdicts import VerdictCache, text_key
 from llm_observe.processors.budget import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -43,6 +47,7 @@ class GuardConfig:
     queue_max: int = 4
     max_windows: int = 8          # windows read per text (the first ones)
     threads: int = 1
+    cache_size: int = 4096        # verdicts kept by text digest (0: no cache)
 
     def validate(self) -> None:
         if not 0.0 <= self.gate < 1.0:
@@ -55,6 +60,8 @@ class GuardConfig:
             raise ValueError("queue_max must be >= 1")
         if self.max_windows < 1:
             raise ValueError("max_windows must be >= 1")
+        if self.cache_size < 0:
+            raise ValueError("cache_size must be >= 0")
 
 
 @dataclass(slots=True)
@@ -65,6 +72,7 @@ class GuardStats:
     flagged: int = 0
     windows: int = 0
     seconds: float = 0.0
+    cached: int = 0               # verdicts answered from the cache (no model run)
     skipped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SKIP_REASONS, 0))
 
 
@@ -82,6 +90,7 @@ class GuardTier:
         self._lock = threading.Lock()     # budget, stats
         self._model_lock = threading.Lock()  # one model run at a time
         self._waiting = 0
+        self._verdicts = VerdictCache(config.cache_size)
         self._model: GuardModel | None = None
         self.error: str | None = None
         self._loader = threading.Thread(target=self._load, args=(load,), daemon=True,
@@ -111,6 +120,12 @@ class GuardTier:
         # A window is 126 tokens, rarely over ~16 characters each: past that many
         # characters the rest of a text could not be read anyway; do not tokenize it.
         limit = self.config.max_windows * WINDOW * 16
+        key = text_key(text[:limit])
+        with self._lock:
+            cached = self._verdicts.get(key)
+            if cached is not None:
+                self.stats.cached += 1
+                return cached
         try:
             wins = model.windows(text[:limit])
         except Exception:  # the tokenizer refuses nothing we know of; never break the span
@@ -145,6 +160,7 @@ class GuardTier:
             self.stats.judged += 1
             self.stats.windows += len(wins)
             self.stats.seconds += took
+            self._verdicts.put(key, score)
         return score
 
     def _skip(self, reason: str) -> None:

@@ -44,6 +44,7 @@ class TierStats(Protocol):
     judged: int
     flagged: int
     seconds: float
+    cached: int
     skipped: dict[str, int]
 
 
@@ -132,6 +133,8 @@ class GuardMetrics(Collector):
                        stats.flagged)
         yield _counter("llm_observe_scan_encoder_seconds", "Model time of the encoder tier",
                        stats.seconds)
+        yield _counter("llm_observe_scan_encoder_cached", "Texts the encoder tier answered "
+                       "from its verdict cache (read before: no model run)", stats.cached)
 
     def describe(self) -> Iterator[Metric]:
         return self.collect()
