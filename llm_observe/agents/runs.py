@@ -253,13 +253,15 @@ def close(t: TraceState, agent: str) -> Run | None:
     """Close run ``agent``: take its members out of ``t``; None for a workflow without any."""
     op = t.agents.get(agent) or t.workflows[agent]
     cost = calls = tools = 0
-    for span, member in list(t.members.items()):
-        if owner(t, span, member) != agent:
-            continue
+    mine = [(s, m) for s, m in t.members.items() if owner(t, s, m) == agent]
+    # one call, one count: a call whose child call is here too is its wrapper (agents/dedup.py
+    # marks it when both reach one process; a shared store may hold a pair from two workers)
+    wrappers = {t.links.get(s) for s, m in mine if m.kind != TOOL}
+    for span, member in mine:
         del t.members[span]
         if member.kind == TOOL:
             tools += 1
-        else:
+        elif span not in wrappers:
             calls += 1
             cost += member.cost
     t.closed.add(agent)
