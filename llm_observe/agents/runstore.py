@@ -54,6 +54,7 @@ from llm_observe.agents.runs import (
     close,
     owner,
 )
+from llm_observe.agents.runstore_lua import ADD, CLAIM, SWEEP
 from llm_observe.sharedstate import health_for
 
 PREFIX = "llm-observe:run:"
@@ -62,74 +63,6 @@ TRACES = "llm-observe:runs:traces"
 WAIT_S = 300  # the calls of a trace with no agent, tool or workflow span yet
 SOCKET_TIMEOUT_S = 0.25
 CLAIM_BATCH = 256  # runs (and idle traces) claimed per flush and kind
-
-# KEYS: hash, open set, traces set. ARGV: now, held ttl, wait ttl, max spans, run room,
-# trace, then (kind, span, parent, payload) per span; kind l(ink) c(all) t(ool) a(gent)
-# w(orkflow). Returns {dropped, closed runs in the trace}.
-_ADD = """
-local h, now, max, room, trace = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4]),
-  tonumber(ARGV[5]), ARGV[6]
-local n = tonumber(redis.call('HGET', h, '#l') or '0')
-local held = redis.call('HEXISTS', h, '#h') == 1
-local dropped = 0
-for i = 7, #ARGV, 4 do
-  local kind, span = ARGV[i], ARGV[i + 1]
-  local ok = true
-  if redis.call('HEXISTS', h, 'l:' .. span) == 0 then
-    local limit = max
-    if kind == 'a' or kind == 'w' then limit = max + room end
-    if n >= limit then
-      ok = false
-      if kind ~= 'l' then dropped = dropped + 1 end
-    else
-      n = n + 1
-    end
-  end
-  if ok then
-    redis.call('HSET', h, 'l:' .. span, ARGV[i + 2])
-    if kind == 'c' or kind == 't' then
-      redis.call('HSET', h, 'm:' .. span, ARGV[i + 3])
-      if kind == 't' then held = true end
-    elseif kind == 'a' or kind == 'w' then
-      if redis.call('HSETNX', h, 'o:' .. span, ARGV[i + 3]) == 1 then
-        redis.call('ZADD', KEYS[2], 'NX', now, trace .. ':' .. span)
-      end
-      held = true
-    end
-  end
-end
-redis.call('HSET', h, '#l', n)
-if held then
-  redis.call('HSET', h, '#h', '1')
-  redis.call('ZADD', KEYS[3], now, trace)
-  redis.call('EXPIRE', h, ARGV[2])
-elseif redis.call('TTL', h) < tonumber(ARGV[3]) then
-  redis.call('EXPIRE', h, ARGV[3])
-end
-return {dropped, tonumber(redis.call('HGET', h, '#c') or '0')}
-"""
-
-# KEYS: hash, open set. ARGV: "trace:span", span. The trace's fields, or nil: not ours.
-_CLAIM = """
-if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then return nil end
-redis.call('HSET', KEYS[1], 'c:' .. ARGV[2], '1')
-redis.call('HINCRBY', KEYS[1], '#c', 1)
-return redis.call('HGETALL', KEYS[1])
-"""
-
-# KEYS: hash, open set, traces set. ARGV: trace. {open runs evicted, fields} or nil.
-_SWEEP = """
-if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return nil end
-local all = redis.call('HGETALL', KEYS[1])
-local evicted = 0
-for i = 1, #all, 2 do
-  if string.sub(all[i], 1, 2) == 'o:' then
-    evicted = evicted + redis.call('ZREM', KEYS[2], ARGV[1] .. ':' .. string.sub(all[i], 3))
-  end
-end
-redis.call('DEL', KEYS[1])
-return {evicted, all}
-"""
 
 _KIND = {AGENT: "a", WORKFLOW: "w", TOOL: "t"}
 
@@ -153,7 +86,7 @@ class RedisRunStore:
         self._client = client or redis.Redis.from_url(
             url, socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=SOCKET_TIMEOUT_S)
         self._add, self._claim, self._sweep = (self._client.register_script(s)
-                                               for s in (_ADD, _CLAIM, _SWEEP))
+                                               for s in (ADD, CLAIM, SWEEP))
         self.health = health_for(registry, retry_s)  # shared with processors/chainstore.py
         self.degraded = Counter("llm_agent_run_degraded_spans",
                                 "Spans kept for agent runs in this process's own state "
