@@ -5,7 +5,7 @@ can reach several. With ``redis_url`` set, :class:`RedisRunStore` keeps what
 agents/runs.py keeps per trace in one Redis hash per trace (``llm-observe:run:<trace>``),
 and the same rules (:func:`~llm_observe.agents.runs.owner`, :func:`close`) decide the run:
 
-- **add** (one round trip per batch: a pipeline of one Lua script call per trace) writes
+- **add** (one round trip per batch: one Lua script call for all its traces) writes
   each span's link, member (call or tool: start, end, cost) or run span (agent/workflow),
   bounded by ``max_spans`` per trace (past it: *dropped*, run spans have
   :data:`~llm_observe.agents.runs.MAX_RUN_SPANS` more room). A run span's first arrival
@@ -143,14 +143,14 @@ class RedisRunStore:
         return now + (time.time() - time.monotonic())
 
     def _add_shared(self, wall: float, per: dict[str, list[str]]) -> None:
-        pipe = self._client.pipeline(transaction=False)
-        head = [wall, int(2 * self.timeout_s), WAIT_S, self.max_spans, MAX_RUN_SPANS]
         traces = list(per)
+        args: list[Any] = [wall, int(2 * self.timeout_s), WAIT_S, self.max_spans,
+                           MAX_RUN_SPANS]
         for trace in traces:
-            self._add(keys=[PREFIX + trace, OPEN, TRACES], args=[*head, trace, *per[trace]],
-                      client=pipe)
+            args += [trace, len(per[trace]) // 4, *per[trace]]
+        reply = self._add(keys=[OPEN, TRACES, *(PREFIX + t for t in traces)], args=args)
         recheck = []
-        for trace, (dropped, closed) in zip(traces, pipe.execute(), strict=True):
+        for trace, dropped, closed in zip(traces, reply[::2], reply[1::2], strict=True):
             self.own.dropped += int(dropped)
             if int(closed):
                 recheck.append(trace)
