@@ -209,3 +209,18 @@ def test_redis_killed_mid_run_degrades_counted_and_recovers(tmp_path: Path) -> N
         b.settle()
         after = total([a, b])
         assert after["runs"] - before == 1
+
+
+def test_hostile_spans_through_redis_neither_crash_nor_hang(url: str) -> None:
+    store = RedisRunStore(url)
+    trace = bytes.fromhex("12" * 16)
+    me, other = b"\x05" * 8, b"\x06" * 8
+    ops = [AgentOp(AGENT, "x" * 100_000 + "\u202e\x00\"'", 1.0, trace_id=trace, span_id=me,
+                   parent_id=me, end_ns=10),  # self-parenting, a huge hostile name
+           AgentOp(TOOL, "", 1.0, trace_id=trace, span_id=other, parent_id=b"\x07" * 8),
+           AgentOp(TOOL, "", 1.0, trace_id=trace, span_id=b"\x07" * 8, parent_id=other),
+           AgentOp(AGENT, "", 1.0)]  # no ids at all
+    store.add(0.0, [("", "", "")], [(trace.hex(), "08" * 8, me.hex(), 1, 2, 3)], ops)
+    closed = store.flush(10.0)
+    assert sorted(r.model_calls for r in closed) == [0, 1]  # the cycle owns nothing
+    assert {r.agent[-3:] for r in closed} == {"", "\x00\"'"}  # the name as sent
