@@ -26,9 +26,11 @@ is held from its first agent, tool or workflow span; the calls and chain spans t
 before wait in a FIFO of :data:`MAX_WAITING` entries (a plain LLM app's calls only pass
 through it: a few hundred ns a call).
 
-Per process: trace-affine routing keeps a trace on one replica (docs/scale-out.md); with
-``serve --workers N`` a run whose spans reach two workers is measured by each in part
-(docs/metrics.md, "Agent runs"). Not thread-safe: the exporter's loop thread only.
+This is the per-process store: trace-affine routing keeps a trace on one replica
+(docs/scale-out.md), but ``serve --workers N`` spreads one trace's connections over workers.
+With ``LLM_OBSERVE_REDIS_URL`` set, agents/runstore.py keeps the same state in Redis with
+the same rules (:func:`owner`, :func:`close`), so one worker closes each run whole. Both
+are a :class:`RunStore`. Not thread-safe: one caller at a time.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from llm_observe.agents.classify import AGENT, TOOL, WORKFLOW, AgentOp
 
@@ -69,7 +71,7 @@ class Member:
 
 
 @dataclass(slots=True)
-class _Trace:
+class TraceState:
     links: dict[str, str] = field(default_factory=dict)  # span id -> parent id
     members: dict[str, Member] = field(default_factory=dict)
     agents: dict[str, AgentOp] = field(default_factory=dict)
@@ -88,14 +90,32 @@ class Counts:
     dropped: int = 0
 
 
+class RunStore(Protocol):
+    """What the exporter (collector/exporters/agent_runs.py) needs of a run store."""
+
+    settle_s: float
+    blocking: bool  # True: add/flush do network round trips (call them off the event loop)
+
+    @property
+    def counts(self) -> Counts: ...
+
+    def add(self, now: float, links: Iterable[tuple[str, str, str]],
+            calls: Iterable[tuple[str, str, str, int, int, int]],
+            ops: Iterable[AgentOp]) -> None: ...
+
+    def flush(self, now: float) -> list[Run]: ...
+
+
 class RunTracker:
     """Collects spans per trace; :meth:`flush` closes runs that settled."""
+
+    blocking = False
 
     def __init__(self, settle_s: float = SETTLE_S, timeout_s: float = TIMEOUT_S,
                  max_traces: int = MAX_TRACES, max_spans: int = MAX_SPANS) -> None:
         self.settle_s, self.timeout_s = settle_s, timeout_s
         self.max_traces, self.max_spans = max_traces, max_spans
-        self.traces: OrderedDict[str, _Trace] = OrderedDict()  # by last activity
+        self.traces: OrderedDict[str, TraceState] = OrderedDict()  # by last activity
         self.open: dict[tuple[str, str], None] = {}  # (trace, agent span) of waiting runs
         # calls and links of traces with no agent, tool or workflow span yet (the calls of a
         # run usually come first): held whole once one comes, else forgotten, oldest first
@@ -108,7 +128,7 @@ class RunTracker:
         """Take one request's spans: ``links`` (trace, span, parent) of spans that are no
         call, ``calls`` (trace, span, parent, start, end, cost) of its counted LLM calls,
         ``ops`` its agent/tool/workflow spans (hex ids: ``AgentOp`` ids are bytes)."""
-        touched: dict[str, _Trace] = {}
+        touched: dict[str, TraceState] = {}
         for op in ops:
             if op.kind not in (AGENT, TOOL, WORKFLOW):
                 continue
@@ -165,7 +185,7 @@ class RunTracker:
                 del self.open[key]
             elif now - t.arrived[span] >= self.settle_s:
                 del self.open[key], t.arrived[span]
-                run = self._close(t, span)
+                run = close(t, span)
                 if run is not None:
                     out.append(run)
         traces = self.traces
@@ -177,12 +197,12 @@ class RunTracker:
         return out
 
     # --- internals --------------------------------------------------------------
-    def _trace(self, trace: str, touched: dict[str, _Trace]) -> _Trace:
+    def _trace(self, trace: str, touched: dict[str, TraceState]) -> TraceState:
         """The trace's state, created (with what waited for it) by its first agent, tool or
         workflow span."""
         t = self.traces.get(trace)
         if t is None:
-            t = _Trace()
+            t = TraceState()
             waited = self.waiting.pop(trace, ())
             self.n_waiting -= len(waited)
             for item in waited:
@@ -203,7 +223,7 @@ class RunTracker:
         while self.n_waiting > MAX_WAITING:
             self.n_waiting -= len(waiting.popitem(last=False)[1])
 
-    def _hold(self, t: _Trace, span: str, parent: str, room: int = 0,
+    def _hold(self, t: TraceState, span: str, parent: str, room: int = 0,
               count: bool = True) -> bool:
         """Hold a span's link; False (a run span or member counted as dropped) when the
         trace is full."""
@@ -216,62 +236,67 @@ class RunTracker:
         t.links[span] = parent
         return True
 
-    def _member(self, t: _Trace, span: str, member: Member) -> None:
-        if t.closed and self._owner(t, span, member) in t.closed:
+    def _member(self, t: TraceState, span: str, member: Member) -> None:
+        if t.closed and owner(t, span, member) in t.closed:
             self.counts.late += 1  # its run was measured without it
             return
         t.members[span] = member
 
-    def _close(self, t: _Trace, agent: str) -> Run | None:
-        op = t.agents.get(agent) or t.workflows[agent]
-        cost = calls = tools = 0
-        for span, member in list(t.members.items()):
-            if self._owner(t, span, member) != agent:
-                continue
-            del t.members[span]
-            if member.kind == TOOL:
-                tools += 1
-            else:
-                calls += 1
-                cost += member.cost
-        t.closed.add(agent)
-        if op.kind == WORKFLOW and not (calls or tools):
-            return None  # its agents' runs hold its calls: not a run of its own
-        return Run(op.name, op.service_name, cost, calls, tools)
-
-    def _owner(self, t: _Trace, span: str, member: Member) -> str | None:
-        """The agent (else outermost workflow) span id owning ``span`` (module docstring),
-        or None: no run span above it, or an ancestor not (yet) here."""
-        seen = {span}
-        key = t.links.get(span, "")
-        outer: str | None = None  # the outermost workflow passed, while no agent is found
-        for _ in range(MAX_DEPTH):
-            if not key or key in seen:
-                return outer  # the root (or a cycle): nothing above
-            seen.add(key)
-            if key in t.agents:
-                return key
-            if key in t.workflows:
-                beside = self._beside(t, key, member)
-                if beside is not None:
-                    return beside
-                outer = key
-            if key not in t.links:
-                return None  # an ancestor not (yet) here: undecided
-            key = t.links[key]
-        return None
-
-    @staticmethod
-    def _beside(t: _Trace, workflow: str, member: Member) -> str | None:
-        best: tuple[int, str] | None = None
-        for span, op in t.agents.items():
-            if (op.parent_id.hex() == workflow and op.start_ns <= member.start
-                    and member.end <= op.end_ns and (best is None or op.start_ns > best[0])):
-                best = (op.start_ns, span)
-        return best[1] if best else None
-
     def _drop(self, trace: str) -> None:
         t = self.traces.pop(trace)
         self.counts.incomplete += len(t.arrived)  # evicted before they settled
-        if any(self._owner(t, s, m) is None for s, m in t.members.items()):
+        if any(owner(t, s, m) is None for s, m in t.members.items()):
             self.counts.incomplete += 1
+
+
+def close(t: TraceState, agent: str) -> Run | None:
+    """Close run ``agent``: take its members out of ``t``; None for a workflow without any."""
+    op = t.agents.get(agent) or t.workflows[agent]
+    cost = calls = tools = 0
+    mine = [(s, m) for s, m in t.members.items() if owner(t, s, m) == agent]
+    # one call, one count: a call whose child call is here too is its wrapper (agents/dedup.py
+    # marks it when both reach one process; a shared store may hold a pair from two workers)
+    wrappers = {t.links.get(s) for s, m in mine if m.kind != TOOL}
+    for span, member in mine:
+        del t.members[span]
+        if member.kind == TOOL:
+            tools += 1
+        elif span not in wrappers:
+            calls += 1
+            cost += member.cost
+    t.closed.add(agent)
+    if op.kind == WORKFLOW and not (calls or tools):
+        return None  # its agents' runs hold its calls: not a run of its own
+    return Run(op.name, op.service_name, cost, calls, tools)
+
+
+def owner(t: TraceState, span: str, member: Member) -> str | None:
+    """The agent (else outermost workflow) span id owning ``span`` (module docstring),
+    or None: no run span above it, or an ancestor not (yet) here."""
+    seen = {span}
+    key = t.links.get(span, "")
+    outer: str | None = None  # the outermost workflow passed, while no agent is found
+    for _ in range(MAX_DEPTH):
+        if not key or key in seen:
+            return outer  # the root (or a cycle): nothing above
+        seen.add(key)
+        if key in t.agents:
+            return key
+        if key in t.workflows:
+            beside = _beside(t, key, member)
+            if beside is not None:
+                return beside
+            outer = key
+        if key not in t.links:
+            return None  # an ancestor not (yet) here: undecided
+        key = t.links[key]
+    return None
+
+
+def _beside(t: TraceState, workflow: str, member: Member) -> str | None:
+    best: tuple[int, str] | None = None
+    for span, op in t.agents.items():
+        if (op.parent_id.hex() == workflow and op.start_ns <= member.start
+                and member.end <= op.end_ns and (best is None or op.start_ns > best[0])):
+            best = (op.start_ns, span)
+    return best[1] if best else None

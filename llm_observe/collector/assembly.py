@@ -93,7 +93,11 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
                                                                           ToolChainTracker)))
     extra = list(exporters or [])
     agents = AgentExporter(AgentMetrics(registry, limits, metrics.label_overflow))
-    runs = AgentRunExporter(RunMetrics(registry, limits, metrics.label_overflow))
+    run_store = None
+    if settings.redis_url is not None and settings.redis_state:  # one run, one worker
+        from llm_observe.agents.runstore import RedisRunStore
+        run_store = RedisRunStore(settings.redis_url, registry)
+    runs = AgentRunExporter(RunMetrics(registry, limits, metrics.label_overflow), run_store)
     pipeline = Pipeline(processors, [*extra, PrometheusExporter(metrics), agents, runs])
     registry.register(PipelineStats(pipeline))
     return Collector(settings=settings, registry=registry, metrics=metrics, pipeline=pipeline,

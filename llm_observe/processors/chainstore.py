@@ -11,13 +11,12 @@ after ``ttl_s``). A batch is one round trip (a pipeline of script calls).
 Redis down or slow (a 0.25 s socket timeout): the spans of that batch fall back to this
 process's own tracker — enrichment degrades to per-process chains, ingest and metrics go on
 — counted in ``llm_observe_shared_state_errors_total`` and logged at most once a minute, and
-Redis is not asked again for ``retry_s``.
+Redis is not asked again for ``retry_s`` (by this store nor agents/runstore.py:
+llm_observe/sharedstate.py).
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -30,8 +29,8 @@ from llm_observe.processors.toolchain import (
     ChainState,
     ToolChainTracker,
 )
+from llm_observe.sharedstate import health_for
 
-log = logging.getLogger(__name__)
 PREFIX = "llm-observe:chain:"
 SOCKET_TIMEOUT_S = 0.25
 
@@ -62,17 +61,12 @@ class RedisChainTracker:
         import redis
 
         self.ttl_s = ttl_s
-        self.retry_s = retry_s
         self.local = ToolChainTracker(ttl_s=ttl_s)
         self._client = client or redis.Redis.from_url(
             url, socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=SOCKET_TIMEOUT_S)
         self._script = self._client.register_script(_TRACK)
-        self._down_until = 0.0
-        self._last_log = 0.0
-        self._lock = threading.Lock()
-        self.errors = Counter("llm_observe_shared_state_errors", "Shared-state (Redis) "
-                              "operations that failed; their spans used this process's own "
-                              "chain state", ["op"], registry=registry)
+        self.health = health_for(registry, retry_s)  # shared with agents/runstore.py
+        self.errors = self.health.errors
         self.degraded = Counter("llm_observe_shared_state_degraded_spans",
                                 "Spans enriched with per-process chain state because Redis "
                                 "was unavailable", registry=registry)
@@ -146,17 +140,10 @@ class RedisChainTracker:
                           or None, updated_at=time.monotonic())
 
     def _available(self) -> bool:
-        return time.monotonic() >= self._down_until
+        return self.health.available()
 
     def _failed(self, op: str, exc: Exception) -> None:
-        self.errors.labels(op).inc()
-        now = time.monotonic()
-        with self._lock:
-            self._down_until = now + self.retry_s
-            if now - self._last_log >= 60.0:
-                self._last_log = now
-                log.warning("shared state (Redis) unavailable for %s: %s; tool-call chains "
-                            "use this process's state for %.0f s", op, exc, self.retry_s)
+        self.health.failed(op, exc)
 
 
 def _chunks(it: Any, n: int) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from llm_observe.agents.runs import Run, RunTracker
+from llm_observe.agents.runs import Run, RunStore, RunTracker
 from llm_observe.collector.exporters.label_sets import LabelLimits
 from llm_observe.collector.exporters.labels import OVERFLOW, LabelBudget, LabelGuard, label_units
 from llm_observe.otlp.othertexts import GATE
@@ -103,16 +103,18 @@ class RunMetrics:
 
 
 class AgentRunExporter:
-    """Feeds each batch to a :class:`RunTracker` and records the runs it closes: on each
-    export and every ``tick_s`` (a task between ``start`` and ``shutdown``). Never blocks,
-    never refuses."""
+    """Feeds each batch to a run store (:class:`RunTracker`, or agents/runstore.py's Redis
+    store shared by workers) and records the runs it closes: on each export and every
+    ``tick_s`` (a task between ``start`` and ``shutdown``). Never refuses; a blocking store
+    runs off the event loop, one call at a time."""
 
     name = "agent_runs"
 
-    def __init__(self, metrics: RunMetrics, tracker: RunTracker | None = None,
+    def __init__(self, metrics: RunMetrics, tracker: RunStore | None = None,
                  clock: Callable[[], float] = time.monotonic, tick_s: float = TICK_S) -> None:
         self.metrics = metrics
-        self.tracker = tracker or RunTracker()
+        self.tracker: RunStore = tracker or RunTracker()
+        self._lock = asyncio.Lock()
         self.clock = clock
         self.tick_s = tick_s
         self._task: asyncio.Task[None] | None = None
@@ -138,25 +140,39 @@ class AgentRunExporter:
         # a wrapper LLM span (not counted: one call, one count) links its call to the run
         chain += [(s.trace_id, s.span_id, s.parent_span_id or "") for s in batch
                   if s.duplicate_of is not None]
-        if ops or calls or chain:
-            self.tracker.add(self.clock(), chain, calls, ops)
-        self.flush()
+        if not self.tracker.blocking:
+            if ops or calls or chain:
+                self.tracker.add(self.clock(), chain, calls, ops)
+            self.flush()
+            return
+        if ops or calls or chain:  # one round trip; runs close on the tick
+            async with self._lock:
+                await asyncio.get_running_loop().run_in_executor(
+                    None, self.tracker.add, self.clock(), chain, calls, ops)
 
     def flush(self, late_by: float = 0.0) -> None:
         """Record the runs that closed (``late_by``: pretend that much more time passed)."""
         self.metrics.record(self.tracker.flush(self.clock() + late_by), self.tracker.counts)
 
+    async def aflush(self, late_by: float = 0.0) -> None:
+        """:meth:`flush`, off the event loop for a blocking store."""
+        if not self.tracker.blocking:
+            self.flush(late_by)
+            return
+        async with self._lock:
+            await asyncio.get_running_loop().run_in_executor(None, self.flush, late_by)
+
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(self.tick_s)
-            self.flush()
+            await self.aflush()
 
     async def shutdown(self, timeout: float) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        self.flush(late_by=self.tracker.settle_s)  # runs whose agent span came: measured
+        await self.aflush(late_by=self.tracker.settle_s)  # runs whose agent span came
 
 
 def links(request: Any) -> list[tuple[str, str, str]]:
