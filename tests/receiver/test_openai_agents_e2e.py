@@ -60,6 +60,8 @@ async def test_openai_agents_sdk_via_openinference_end_to_end(
              if attributes(s).get("openinference.span.kind") == "TOOL"]
     assert len(tools) == 1 and tools[0]["llm_observe.injection_attempt"] is True
     m = stack.metrics()
+    # the e-mail did arrive in the tool result (redacted, not lost) and the instruction
+    assert m("llm_untrusted_text_flags_total", span_kind="tool", finding="pii") == 1
     assert m("llm_untrusted_text_flags_total", span_kind="tool", finding="injection") == 1
     runs_by = {dict(labels)["gen_ai_agent_name"] for (name, labels) in m.samples
                if name == "gen_ai_invoke_agent_inference_calls_count"}
