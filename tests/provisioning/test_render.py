@@ -36,7 +36,7 @@ AGENT_EXPOSED = {f"{h}_{s}" for h in (
     "gen_ai_invoke_workflow_duration_seconds", "mcp_client_operation_duration_seconds",
     "mcp_server_operation_duration_seconds", "llm_agent_run_cost_usd_micro",
     "gen_ai_invoke_agent_inference_calls", "gen_ai_invoke_agent_tool_calls")
-    for s in ("bucket", "sum", "count")}
+    for s in ("bucket", "sum", "count")} | {"llm_untrusted_text_flags_total"}
 AGENT_LABELS = {"gen_ai_agent_name", "gen_ai_tool_name", "gen_ai_workflow_name"}
 GENAI_EXPOSED = {f"gen_ai_client_{h}_{s}" for h in (
     "token_usage", "operation_duration_seconds", "operation_time_to_first_chunk_seconds")
