@@ -145,9 +145,13 @@ class InjectionModel:
         if not toks:
             return None
         n = len(toks)
-        if n <= _SHORT and \
-                sum(map(self._bound.get, toks, _ZERO)) < self._needed * math.sqrt(n + 1):
-            return None
+        if n <= _SHORT:
+            if sum(map(self._bound.get, toks, _ZERO)) < self._needed * math.sqrt(n + 1):
+                return None
+            # Past the bound a short text is scored exactly at once: the heavy-bigram
+            # gate below costs about what the exact bigram pass does on so few tokens.
+            score = self._score(toks)
+            return score if score >= self.threshold else None
         # Past a few dozen tokens the per-token bound nearly always passes ("to the"
         # weighs 2.0, so every "to" is bounded by it); this tighter one takes exact
         # unigram sums plus max(weight, _SMALL) of each bigram, from the small dict of
@@ -172,12 +176,15 @@ class InjectionModel:
     def _score(self, toks: list[bytes], per_token: list[float] | None = None) -> float:
         if not toks:
             return 0.0
-        if per_token is None:
-            per_token = list(map(self._unigram.get, toks, _ZERO))
-        if len(toks) <= self.window:  # one window: no prefix sums
-            best = (sum(per_token)
+        if len(toks) <= self.window:  # one window: no prefix sums, no lists
+            # The same float additions, in the same order, as summing ``per_token``.
+            unigrams = (sum(per_token) if per_token is not None
+                        else sum(map(self._unigram.get, toks, _ZERO)))
+            best = (unigrams
                     + sum(map(self._bigram.get, pairwise(toks), _ZERO))) / math.sqrt(len(toks) + 1)
         else:
+            if per_token is None:
+                per_token = list(map(self._unigram.get, toks, _ZERO))
             per_pair = list(map(self._bigram.get, pairwise(toks), _ZERO))
             best = max(total / math.sqrt(n + 1)
                        for total, n in self._window_sums(per_token, per_pair))

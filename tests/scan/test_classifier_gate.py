@@ -14,6 +14,8 @@ from itertools import pairwise
 
 import pytest
 
+from bench.receiver import make_requests
+from llm_observe.otlp.walk import decode_request, walk
 from llm_observe.scan import Scanner, load_patterns
 from llm_observe.scan.classifier import (
     MANIFEST_FILE,
@@ -55,6 +57,10 @@ def texts() -> list[str]:
     prose = generate_prose(60_000, seed=15)
     out = [PERSONA, ORDINARY, PLANTED, PERSONA[:120], "", "ok", "ignore ignore ignore"]
     out += prose[:40]
+    # The receiver bench's prompts: short single windows, some past the per-token bound
+    # (scored exactly at once), one attack.
+    out += sorted({s.prompt_text for r in make_requests(1, text=True)
+                   for s in walk(decode_request(r)).llm if s.prompt_text})
     for _ in range(12):
         doc = " ".join(rng.sample(prose, 12))
         at = rng.randrange(len(doc))
