@@ -14,22 +14,20 @@ a ``duplicate_of`` wrapper: one call, one count) and the tool spans whose owner 
   run of its own, named by the workflow (a LangGraph graph run: OpenInference's root
   ``CHAIN`` over its ``agent`` node spans, ``AGENT`` kind without a name: workflows too).
 
-When a run closes: :data:`SETTLE_S` after its agent span arrived (children end, and are
-exported, before their parent; the wait takes a child sent in a later request or by
-another exporter). A member that arrives after its run closed is *late*: counted, not added.
-A trace idle for :data:`TIMEOUT_S` is dropped; if it held members whose owner never arrived
-(the agent span was lost, or the run was cut by a restart), it counts one *incomplete* run.
+A run closes :data:`SETTLE_S` after its agent span arrived (children end and are exported
+before their parent; the wait takes a child sent later or by another exporter). A member
+arriving after its run closed is *late*: counted, not added. A trace idle for
+:data:`TIMEOUT_S` is dropped; if it held members whose owner never arrived (the agent span
+was lost, or the run cut by a restart), it counts one *incomplete* run.
 Bounds: :data:`MAX_TRACES` traces (the idlest dropped first, counted as above) and
 :data:`MAX_SPANS` spans per trace (past it, spans are not held and count as *dropped*: a run
-with 100,000 children costs a bounded amount). A trace
-is held from its first agent, tool or workflow span; the calls and chain spans that came
-before wait in a FIFO of :data:`MAX_WAITING` entries (a plain LLM app's calls only pass
-through it: a few hundred ns a call).
+with 100,000 children costs a bounded amount). A trace is held from its first agent, tool
+or workflow span; the calls and chain spans before it wait in a FIFO of :data:`MAX_WAITING`
+entries (a plain LLM app's calls only pass through it: a few hundred ns a call).
 
-This is the per-process store: trace-affine routing keeps a trace on one replica
-(docs/scale-out.md), but ``serve --workers N`` spreads one trace's connections over workers.
-With ``LLM_OBSERVE_REDIS_URL`` set, agents/runstore.py keeps the same state in Redis with
-the same rules (:func:`owner`, :func:`close`), so one worker closes each run whole. Both
+The per-process store: ``serve --workers N`` spreads one trace over workers, so with
+``LLM_OBSERVE_REDIS_URL`` agents/runstore.py keeps this state in Redis by the same rules
+(:func:`owner`, :func:`close`): one worker closes each run whole (docs/scale-out.md). Both
 are a :class:`RunStore`. Not thread-safe: one caller at a time.
 """
 
