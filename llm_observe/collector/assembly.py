@@ -73,8 +73,10 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     # llm_observe_reported_cost_* self-metrics: a collector by duck typing (the processor
     # does not import prometheus_client, so the in-process library can price spans)
     registry.register(cost.reported)  # type: ignore[arg-type]
+    dedup = DedupProcessor()
+    registry.register(dedup)  # type: ignore[arg-type]
     processors: list[Processor] = [
-        DedupProcessor(),  # first: every later stage sees which spans count (agents.dedup)
+        dedup,  # first: every later stage sees which spans count (agents.dedup)
         TokensProcessor(max_text_chars=settings.max_text_chars), cost,
         ScanProcessor(scanner, max_text_chars=settings.max_text_chars),
         # agent, tool, retriever, chain and MCP spans' texts: untrusted input, scanned too
