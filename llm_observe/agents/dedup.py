@@ -159,8 +159,12 @@ class Memory(Protocol):
     memory of agents/dedupstore.py."""
 
     blocking: bool  # True: mark does a network round trip (the pipeline's worker thread)
-    duplicates: int
-    wrapper_counted: int
+
+    @property
+    def duplicates(self) -> int: ...
+
+    @property
+    def wrapper_counted(self) -> int: ...
 
     def mark(self, batch: Sequence[LlmSpan]) -> None: ...
 

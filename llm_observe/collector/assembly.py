@@ -74,6 +74,9 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     # does not import prometheus_client, so the in-process library can price spans)
     registry.register(cost.reported)  # type: ignore[arg-type]
     dedup = DedupProcessor()
+    if settings.redis_url is not None and settings.redis_state:  # one call, one count
+        from llm_observe.agents.dedupstore import SharedWrapperMemory
+        dedup = DedupProcessor(SharedWrapperMemory(settings.redis_url, registry))
     registry.register(dedup)  # type: ignore[arg-type]
     processors: list[Processor] = [
         dedup,  # first: every later stage sees which spans count (agents.dedup)
