@@ -44,26 +44,32 @@ PREFIX = "llm-observe:dedup:"
 WINDOW_S = 30
 SOCKET_TIMEOUT_S = 0.25
 
-# KEYS: this window's hash, the previous one's. ARGV: ttl, then (key, parent key or "",
-# span id, parent id) per span. Returns per span "" (counted: remembered) or
-# "w<child id>" (a wrapper of a counted child) or "i<parent id>" (the inner span of a
-# counted wrapper).
-MARK = """
-local cur, prev, out = KEYS[1], KEYS[2], {}
-for i = 2, #ARGV, 4 do
-  local key, pkey = ARGV[i], ARGV[i + 1]
-  local dup = redis.call('HGET', cur, 'p' .. key) or redis.call('HGET', prev, 'p' .. key)
+# KEYS: this window's hash, the previous one's. ARGV: ttl, then the batch's lone spans as
+# one string, a line "trace\tspan\tparent\n" each (parent "" for a root; one argument, not
+# three per span: redis-py's encoding per argument was most of the caller's cost). Returns,
+# flat, (line number, "w<child id>" | "i<parent id>") for the spans not counted: a wrapper of
+# a counted child; the inner span of a counted wrapper. The others are counted: remembered.
+MARK = r"""
+local cur, prev, out, n = KEYS[1], KEYS[2], {}, 0
+for trace, span, parent in string.gmatch(ARGV[2], '([^\t\n]*)\t([^\t\n]*)\t([^\n]*)\n') do
+  n = n + 1
+  local key, pkey = trace .. span, 's' .. trace .. parent
+  local a = redis.call('HMGET', cur, 'p' .. key, pkey)
+  local b = redis.call('HMGET', prev, 'p' .. key, pkey)
+  local dup = a[1] or b[1]
   if dup then
     dup = 'w' .. dup
-  elseif pkey ~= '' and (redis.call('HEXISTS', cur, 's' .. pkey) == 1
-                         or redis.call('HEXISTS', prev, 's' .. pkey) == 1) then
-    dup = 'i' .. ARGV[i + 3]
+  elseif parent ~= '' and (a[2] or b[2]) then
+    dup = 'i' .. parent
+  elseif parent ~= '' then
+    redis.call('HSET', cur, 's' .. key, '1', 'p' .. trace .. parent, span)
   else
-    dup = ''
     redis.call('HSET', cur, 's' .. key, '1')
-    if pkey ~= '' then redis.call('HSET', cur, 'p' .. pkey, ARGV[i + 2]) end
   end
-  out[#out + 1] = dup
+  if dup then
+    out[#out + 1] = n
+    out[#out + 1] = dup
+  end
 end
 redis.call('EXPIRE', cur, ARGV[1])
 return out
@@ -108,31 +114,42 @@ class SharedWrapperMemory:
         inner = {} if set(pkeys).isdisjoint(keys) else wrapped(keys, pkeys)
         paired = set(inner.values())
         lone = [i for i, k in enumerate(keys) if k not in inner and i not in paired]
+        marks: list[tuple[int, str]] = []
         if lone:
             try:
-                replies = self._shared([batch[i] for i in lone])
+                marks = self._shared(batch, lone)
             except Exception as exc:  # redis.RedisError, a timeout, a bad reply
                 self.health.failed("dedup", exc)
                 self.local.mark(batch)
                 return
         for i, k in enumerate(keys):
             if k in inner:  # a pair inside the batch: its inner span counts
-                batch[i].duplicate_of = batch[inner[k]].span_id
-                self._duplicates += 1
-        for i, reply in zip(lone, replies if lone else (), strict=True):
-            if reply:
-                tag, dup = reply[:1], reply[1:].decode()
-                batch[i].duplicate_of = dup
-                self._duplicates += 1
-                self._wrapper_counted += tag == b"i"
+                marks.append((i, "w" + batch[inner[k]].span_id))
+        for i, mark in marks:
+            batch[i].duplicate_of = mark[1:]
+            self._duplicates += 1
+            self._wrapper_counted += mark[0] == "i"
 
-    def _shared(self, spans: list[LlmSpan]) -> list[bytes]:
-        args: list[Any] = [2 * self.window_s]
-        for s in spans:
+    def _shared(self, batch: Sequence[LlmSpan], lone: list[int]) -> list[tuple[int, str]]:
+        """One script call for the ``lone`` spans of ``batch``: (index, reply) of those not
+        counted. A span whose ids hold a tab or a newline (no hex id does) would garble the
+        lines: it is left out (counted here, not shared)."""
+        lines = []
+        for i in lone:
+            s = batch[i]
             p = s.parent_span_id
-            parent = p if p and p != s.span_id else ""
-            args += [s.trace_id + s.span_id, s.trace_id + parent if parent else "", s.span_id,
-                     parent]
+            lines.append(f"{s.trace_id}\t{s.span_id}\t{p if p and p != s.span_id else ''}\n")
+        text = "".join(lines)
+        if text.count("\n") != len(lines) or text.count("\t") != 2 * len(lines):
+            lone = [i for i, line in zip(lone, lines, strict=True)
+                    if line.count("\t") == 2 and line.count("\n") == 1]
+            text = "".join(line for line in lines
+                           if line.count("\t") == 2 and line.count("\n") == 1)
+            if not lone:
+                return []
         n = int(time.time() // self.window_s)
         self.round_trips += 1
-        return list(self._mark(keys=[f"{PREFIX}{n}", f"{PREFIX}{n - 1}"], args=args))
+        reply = self._mark(keys=[f"{PREFIX}{n}", f"{PREFIX}{n - 1}"],
+                           args=[2 * self.window_s, text])
+        return [(lone[int(line) - 1], dup.decode())
+                for line, dup in zip(reply[::2], reply[1::2], strict=True)]
