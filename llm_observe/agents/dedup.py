@@ -24,9 +24,9 @@ The rule (docs/attribute-mapping.md, "One call, one count"):
 - The memory is per process, two generations of ``max_keys`` keys per map (the older
   generation is dropped when the newer fills): a pair split across requests further apart
   than ~``max_keys`` LLM spans is counted twice. Trace-affine routing keeps a trace on one
-  replica; with ``serve --workers N`` a pair split across two requests that land on two
-  workers is counted twice (a request holds both in the common case: an SDK's batch
-  processor exports a call's spans together).
+  replica; ``serve --workers N`` spreads connections, so with ``LLM_OBSERVE_REDIS_URL`` the
+  memory is shared through Redis instead (agents/dedupstore.py), else a pair split across
+  two requests that land on two workers is counted twice.
 
 A duplicate is still enriched, scanned, redacted and forwarded; the metrics, the tool-call
 chain and the agent run's cost skip it.
