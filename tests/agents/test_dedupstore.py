@@ -171,3 +171,75 @@ def test_hostile_ids_through_redis_neither_crash_nor_double_count(url: str) -> N
     mem.mark(odd)
     mem.mark(odd)  # a resend: the same ids again
     assert odd[1].duplicate_of is None  # self-parenting is no wrapper of itself
+
+
+# --- consumer marks (agents/consumerstore.py) ---------------------------------------------
+
+def tool_then_agent() -> list[Any]:
+    """A flagged tool (with its turn) in one request, its agent span in the next."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from llm_observe.otlp.walk import decode_request
+    from tests.agents.test_consumers import agent_then_tool
+    from tests.receiver.conftest import record_spans
+    request = decode_request(encode_spans(record_spans(agent_then_tool)).SerializeToString())
+    parts = split(request, 2)
+    assert [len(walk(p).agents) for p in parts] == [1, 1]  # the tool; the agent
+    return parts
+
+
+def marked(w: Walked) -> list[str]:
+    from tests.agents.test_untrusted import forwarded
+    return [name for name, a in forwarded(w).items()
+            if a.get("llm_observe.tool_output_flagged") is True]
+
+
+def test_the_agent_on_another_worker_is_marked(url: str) -> None:
+    a, b = Worker(url), Worker(url)
+    tool, agent = tool_then_agent()
+    assert marked(a.send(tool)) == []
+    assert marked(b.send(agent)) == ["invoke_agent a"]
+    assert marked(a.send(agent)) == []  # taken by b: one mark, not one per worker
+
+
+def test_without_redis_the_agent_on_another_worker_is_not_marked() -> None:
+    a, b = Worker(None), Worker(None)
+    tool, agent = tool_then_agent()
+    a.send(tool)
+    assert marked(b.send(agent)) == []  # the failure the shared memory fixes
+    assert marked(a.send(agent)) == ["invoke_agent a"]  # per process it works
+
+
+def test_consumer_marks_with_redis_down_use_the_process_memory(tmp_path: Path) -> None:
+    port = free_port()
+    with redis_server(tmp_path, port=port) as live:
+        a = Worker(live)
+    tool, agent = tool_then_agent()
+    a.send(tool)  # Redis gone: remembered here, counted
+    assert a.value("llm_observe_shared_state_errors_total", op="consumers") == 1
+    assert marked(a.send(agent)) == ["invoke_agent a"]
+
+
+def test_only_requests_that_need_it_make_a_consumer_round_trip(url: str) -> None:
+    from llm_observe.agents.consumerstore import SharedConsumers
+    from llm_observe.processors.untrusted import UntrustedTextProcessor
+    from tests.cli.test_supervisor_dedup import wrapper_pair as wrapper_and_client
+    from tests.receiver.conftest import record_spans
+    w = Worker(url)
+    stage = next(p for p in w.collector.pipeline.chain.processors
+                 if isinstance(p, UntrustedTextProcessor))
+    assert isinstance(stage.consumers, SharedConsumers) and stage.blocking
+
+    def consumers(w: Worker) -> SharedConsumers:
+        stage = next(p for p in w.collector.pipeline.chain.processors
+                     if isinstance(p, UntrustedTextProcessor))
+        assert isinstance(stage.consumers, SharedConsumers)
+        return stage.consumers
+    plain = Worker(url)
+    plain.send_spans(record_spans(wrapper_and_client))  # LLM calls only: not looked up
+    tool, agent = tool_then_agent()
+    w.send(tool)  # a flagged tool, no agent span: one call, to remember its ancestor
+    assert stage.consumers.round_trips == 1
+    w.send(agent)  # an agent span: one call, to find what it was awaited for
+    assert stage.consumers.round_trips == 2
+    assert consumers(plain).round_trips == 0
