@@ -1,6 +1,6 @@
 """Health of the shared state in Redis (docs/scale-out.md, "Redis down"): one per registry,
-shared by every store that keeps per-trace state there (processors/chainstore.py,
-agents/runstore.py).
+shared by every store that keeps state there (processors/chainstore.py,
+agents/runstore.py, agents/dedupstore.py).
 
 Contract: a store asks :meth:`available` before a round trip and reports a failure with
 :meth:`failed`; then no store of this process asks Redis again for ``retry_s`` (they use
@@ -43,8 +43,8 @@ class SharedStateHealth:
             self._down_until = now + self.retry_s
             if now - self._last_log >= 60.0:
                 self._last_log = now
-                log.warning("shared state (Redis) unavailable for %s: %s; tool-call chains "
-                            "and agent runs use this process's state for %.0f s", op, exc,
+                log.warning("shared state (Redis) unavailable for %s: %s; tool-call chains, "
+                            "agent runs and dedup use this process's state for %.0f s", op, exc,
                             self.retry_s)
 
 

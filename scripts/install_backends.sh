@@ -3,7 +3,7 @@
 # environment of its own so that none of their dependencies enters ours:
 #   phoenix  arize-phoenix   (OTLP gRPC and HTTP/protobuf)
 #   mlflow   mlflow          (`mlflow server`, OTLP/HTTP protobuf at /v1/traces)
-#   openai-agents  the OpenAI Agents SDK traced by OpenInference, exporting OTLP: a
+#   openai-agents  the OpenAI Agents SDK traced by OpenInference or OpenLLMetry, exporting OTLP: a
 #            producer, not a backend (tests/receiver/test_openai_agents_e2e.py runs an agent
 #            script in it); its websockets pin would downgrade ours
 # Pinned versions; a venv is kept under $LLM_OBSERVE_BACKENDS_DIR (default
@@ -32,7 +32,7 @@ PY=$(bash scripts/install.sh --python)
 backends=(
   "phoenix|arize-phoenix==20.26.1|phoenix"
   "mlflow|mlflow==3.17.2|mlflow"
-  "openai-agents|openai-agents==0.24.0 openinference-instrumentation-openai-agents==2.6.0 openinference-instrumentation-openai==0.1.66 opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp==1.45.2|agents"
+  "openai-agents|openai-agents==0.24.0 openinference-instrumentation-openai-agents==2.6.0 openinference-instrumentation-openai==0.1.66 opentelemetry-instrumentation-openai-agents==0.62.4 opentelemetry-instrumentation-openai==0.62.4 opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp==1.45.2|agents"
 )
 # Only one installer at a time per directory (install.sh may start one while a test waits).
 exec 9>"$dir/.lock"

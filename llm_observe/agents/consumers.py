@@ -14,8 +14,8 @@ exported, after its tools), the missing ancestor is remembered; a later request 
 continues the walk there. Bounded: :data:`MAX_PENDING` remembered ancestors, the oldest
 forgotten first, each for :data:`PENDING_TTL_S` (while one is remembered, each request's span
 ids are looked up: one pass, no parent map unless one is found); a walk stops after
-:data:`MAX_DEPTH` parents or on a cycle. Per process: trace-affine routing keeps a trace on
-one replica (docs/scale-out.md).
+:data:`MAX_DEPTH` parents or on a cycle. Per process (trace-affine routing keeps a trace on
+one replica), or in Redis across workers with ``redis_url`` (agents/consumerstore.py).
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ Position = tuple[int, int, int]
 class Consumers:
     """Finds the spans to mark; one per pipeline (its memory is shared by its batches)."""
 
+    blocking = False  # agents/consumerstore.py's shared memory does network round trips
+
     def __init__(self, max_pending: int = MAX_PENDING, ttl_s: float = PENDING_TTL_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.max_pending, self.ttl_s, self.clock = max_pending, ttl_s, clock
@@ -50,32 +52,42 @@ class Consumers:
         starts = [((trace, parent), (start, end)) for trace, parent, start, end in flagged
                   if parent]
         with self._lock:
-            pending = self._pending
-            now = self.clock()
-            while pending and now - next(iter(pending.values())) > self.ttl_s:
-                del pending[next(iter(pending))]  # its agent never came: forget it
-            if not starts and not pending:
+            found = self._found(request, ops)
+            if not starts and not found:
                 return []
-            if pending:  # ancestors remembered by earlier requests, found here
-                for rs in request.resource_spans:
-                    for ss in rs.scope_spans:
-                        for span in ss.spans:
-                            key = (span.trace_id, span.span_id)
-                            if key in pending:
-                                del pending[key]
-                                starts.append((key, (0, 0)))
-            if not starts:
-                return []
+            starts += [(key, (0, 0)) for key in found]
             parents = _parents(request)
             runs = {(op.trace_id, op.span_id): op for op in ops
                     if op.kind in (AGENT, WORKFLOW) and op.position is not None}
             out: dict[Position, None] = {}
+            left: list[Key] = []  # ancestors not in this request: continue when they come
             for start, span in starts:
-                self._climb(start, span, parents, runs, out)
+                self._climb(start, span, parents, runs, out, left)
+            if left:
+                self._remember(left)
             return list(out)
 
+    def _found(self, request: Any, ops: Sequence[AgentOp]) -> list[Key]:
+        """The remembered ancestors ``request`` holds, forgotten as they are returned
+        (agents/consumerstore.py keeps them in Redis instead)."""
+        pending = self._pending
+        now = self.clock()
+        while pending and now - next(iter(pending.values())) > self.ttl_s:
+            del pending[next(iter(pending))]  # its agent never came: forget it
+        if not pending:
+            return []
+        found = []
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    key = (span.trace_id, span.span_id)
+                    if key in pending:
+                        del pending[key]
+                        found.append(key)
+        return found
+
     def _climb(self, key: Key, span: tuple[int, int], parents: dict[Key, bytes],
-               runs: dict[Key, AgentOp], out: dict[Position, None]) -> None:
+               runs: dict[Key, AgentOp], out: dict[Position, None], left: list[Key]) -> None:
         workflow: AgentOp | None = None
         seen: set[Key] = set()
         for _ in range(MAX_DEPTH):
@@ -91,7 +103,7 @@ class Consumers:
             parent = parents.get(key)
             if parent is None:  # not in this request: continue when it arrives
                 if workflow is None:
-                    self._remember(key)
+                    left.append(key)
                     return
                 break
             if not parent or parent == key[1]:
@@ -101,9 +113,11 @@ class Consumers:
             agent = _agent_beside(workflow, span, runs)
             out[(agent or workflow).position] = None  # type: ignore[index]
 
-    def _remember(self, key: Key) -> None:
+    def _remember(self, keys: list[Key]) -> None:
         pending = self._pending
-        pending[key] = self.clock()
+        now = self.clock()
+        for key in keys:
+            pending[key] = now
         while len(pending) > self.max_pending:
             del pending[next(iter(pending))]
 

@@ -2,8 +2,8 @@
 and request its spans arrive in.
 
 A *run* is one agent span (``invoke_agent``, OpenInference ``AGENT`` with a name,
-OpenLLMetry ``agent``: agents/classify.py). Its *members* are the counted LLM calls (not
-a ``duplicate_of`` wrapper: one call, one count) and the tool spans whose owner it is:
+OpenLLMetry ``agent``: agents/classify.py). Its *members* are its LLM calls (of a wrapper
+pair the inner span, whichever came first: agents/dedup.py) and tool spans it owns:
 
 - the owner of a span is its nearest enclosing agent span, found by parent ids through any
   spans of the trace (OpenInference's ``turn`` chains sit between);
@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from llm_observe.agents.classify import AGENT, TOOL, WORKFLOW, AgentOp
+from llm_observe.agents.dedup import wrapped
 
 SETTLE_S = 5.0
 TIMEOUT_S = 600.0
@@ -252,9 +253,8 @@ def close(t: TraceState, agent: str) -> Run | None:
     op = t.agents.get(agent) or t.workflows[agent]
     cost = calls = tools = 0
     mine = [(s, m) for s, m in t.members.items() if owner(t, s, m) == agent]
-    # one call, one count: a call whose child call is here too is its wrapper (agents/dedup.py
-    # marks it when both reach one process; a shared store may hold a pair from two workers)
-    wrappers = {t.links.get(s) for s, m in mine if m.kind != TOOL}
+    ids = [s for s, m in mine if m.kind != TOOL]  # a wrapper pair: the inner is the call
+    wrappers = wrapped(ids, [t.links.get(s) for s in ids])
     for span, member in mine:
         del t.members[span]
         if member.kind == TOOL:

@@ -73,12 +73,20 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     # llm_observe_reported_cost_* self-metrics: a collector by duck typing (the processor
     # does not import prometheus_client, so the in-process library can price spans)
     registry.register(cost.reported)  # type: ignore[arg-type]
+    dedup, consumers = DedupProcessor(), None
+    if settings.redis_url is not None and settings.redis_state:  # across workers, replicas
+        from llm_observe.agents.consumerstore import SharedConsumers
+        from llm_observe.agents.dedupstore import SharedWrapperMemory
+        dedup = DedupProcessor(SharedWrapperMemory(settings.redis_url, registry))
+        consumers = SharedConsumers(settings.redis_url, registry)
+    registry.register(dedup)  # type: ignore[arg-type]
     processors: list[Processor] = [
-        DedupProcessor(),  # first: every later stage sees which spans count (agents.dedup)
+        dedup,  # first: every later stage sees which spans count (agents.dedup)
         TokensProcessor(max_text_chars=settings.max_text_chars), cost,
         ScanProcessor(scanner, max_text_chars=settings.max_text_chars),
         # agent, tool, retriever, chain and MCP spans' texts: untrusted input, scanned too
-        UntrustedTextProcessor(scanner, max_text_chars=settings.max_text_chars),
+        UntrustedTextProcessor(scanner, max_text_chars=settings.max_text_chars,
+                               consumers=consumers),
     ]
     from llm_observe.guard import guard_processor  # the [guard] extra's encoder tier, if any
     guard = guard_processor(scanner.patterns, registry, settings.max_text_chars)

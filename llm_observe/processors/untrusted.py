@@ -9,7 +9,8 @@ untrusted, at the tool threshold) and marks the agent span that consumed a flagg
 (agents/consumers.py). The forwarder then redacts them (otlp/otherredact.py).
 
 Fail closed: a record this stage could not scan keeps its unscanned mark, so the forwarder
-replaces its texts whole. Never raises; pure CPU, no I/O.
+replaces its texts whole. Never raises; pure CPU, no I/O, except with Redis-shared consumer
+marks (agents/consumerstore.py): then it is ``blocking`` (the pipeline's worker thread).
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ class UntrustedTextProcessor:
     ``batch.origin.marked``; a batch without origin (the REST doors) has none."""
 
     name = "untrusted_scan"
-    blocking = False
 
     def __init__(self, scanner: Scanner, max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
                  consumers: Consumers | None = None) -> None:
         self.scan = ScanProcessor(scanner, max_text_chars)
         self.consumers = consumers or Consumers()
+        self.blocking = self.consumers.blocking
         self.failed = 0  # records left unscanned (their texts are replaced, not sent)
 
     def process(self, batch: list[LlmSpan]) -> None:

@@ -51,6 +51,10 @@ def test_wrapper_arriving_first_still_counts_the_call_once(name: str) -> None:
     # the first to arrive is the one counted: here the agent SDK's spans, whose numbers
     # are the call's where they carry usage (OpenInference), not where they do not
     assert prompt == (52 if name == NO_USAGE + "_with_client" else 200)
+    # and each time it is counted, a user can see it (the pair OpenLLMetry makes on the
+    # Responses API is no wrapper pair: both spans sit under the workflow)
+    wrappers = 0 if "openllmetry_responses" in name else 2
+    assert run.value("llm_observe_dedup_wrapper_counted_total") == wrappers
 
 
 @pytest.mark.parametrize("name", [n for n in WITH_CLIENT if "openllmetry_responses" not in n])

@@ -50,10 +50,20 @@ def test_each_captured_run_is_one_run_of_two_calls_and_one_tool(name: str, parts
     run, exporter, clock = run_with_clock()
     requests = split(captured(name), abs(parts))
     sent = [run.send(r) for r in (reversed(requests) if parts < 0 else requests)]
-    counted = [s for w in sent for s in w.llm if s.duplicate_of is None]
+    llm = [s for w in sent for s in w.llm]
+    counted = [s for s in llm if s.duplicate_of is None]
     assert len(counted) == 2  # one call, one count (agents/dedup.py)
-    cost = sum(s.cost_usd_micro or 0 for s in counted)
+    # the run's calls are the inner spans (those with no LLM child), whatever came first
+    inner = [s for s in llm if s.span_id not in {c.parent_span_id for c in llm}]
+    assert len(inner) == 2
+    cost = sum(s.cost_usd_micro or 0 for s in inner)
     assert cost > 0
+    # llm_* count the first to arrive: the wrapper only when it came in an earlier request
+    wrappers_counted = sum(s not in inner for s in counted)
+    assert run.value("llm_observe_dedup_wrapper_counted_total") == wrappers_counted
+    assert run.value("llm_cost_usd_micro_total") == sum(s.cost_usd_micro or 0 for s in counted)
+    if wrappers_counted == 0:
+        assert run.value("llm_cost_usd_micro_total") == cost  # run and llm_* agree
     assert runs(run)["runs"] == 0  # not before the run settled
     clock.now += 5
     exporter.flush()

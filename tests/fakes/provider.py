@@ -184,6 +184,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if path.endswith("/chat/completions"):
             self._openai(body, settings)
+        elif path.endswith("/responses") and not body.get("stream"):
+            self._responses(body, settings)
         elif path.endswith("/messages"):
             self._anthropic(body, settings)
         else:
@@ -230,6 +232,30 @@ class _Handler(BaseHTTPRequestHandler):
         if include_usage:
             events.append({**chunk, "choices": [], "usage": usage})
         self._sse([(None, e) for e in events] + [(None, "[DONE]")], s)
+
+    def _responses(self, body: dict[str, Any], s: Settings) -> None:
+        """OpenAI's Responses API, not streamed: text, or ``s.tool_call`` as a function
+        call while the input holds no function call output yet."""
+        items = body.get("input") if isinstance(body.get("input"), list) else []
+        had_tool = any(isinstance(i, dict) and i.get("type") == "function_call_output"
+                       for i in items)
+        words = (s.reply or "Hello from the fake.").split(" ")
+        output_tokens = s.completion_tokens if s.completion_tokens is not None else len(words)
+        output: list[dict[str, Any]] = [{
+            "type": "message", "id": "msg_fake", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": " ".join(words), "annotations": []}]}]
+        if s.tool_call is not None and not had_tool:
+            name, arguments = s.tool_call
+            output = [{"type": "function_call", "id": "fc_1", "call_id": "call_1",
+                       "name": name, "arguments": arguments, "status": "completed"}]
+        self._json(200, {
+            "id": "resp_fake", "object": "response", "created_at": int(time.time()),
+            "model": str(body.get("model", "unknown")) + s.model_suffix, "status": "completed",
+            "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+            "usage": {"input_tokens": s.prompt_tokens, "output_tokens": output_tokens,
+                      "total_tokens": s.prompt_tokens + output_tokens,
+                      "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens_details": {"reasoning_tokens": 0}}})
 
     # -- Anthropic -------------------------------------------------------------------
     def _anthropic(self, body: dict[str, Any], s: Settings) -> None:

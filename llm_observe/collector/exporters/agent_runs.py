@@ -131,15 +131,16 @@ class AgentRunExporter:
         calls = [(s.trace_id, s.span_id, s.parent_span_id, s.start_time_ns or 0,
                   (s.start_time_ns or 0) + (s.latency_ms_total or 0) * 1_000_000,
                   s.cost_usd_micro or 0)
-                 for s in batch if s.duplicate_of is None and s.parent_span_id]
+                 for s in batch if s.parent_span_id]  # duplicate_of spans too: the run
+        # takes the inner span of a wrapper pair whatever their arrival order (agents.runs)
         request = getattr(origin, "request", None)
         # the links of spans that are no call (a chain between calls and their agent); a
         # request of LLM calls only has none beyond the calls' own
         chain = (links(request) if origin is not None and request is not None and origin.n_other
                  else [])
-        # a wrapper LLM span (not counted: one call, one count) links its call to the run
-        chain += [(s.trace_id, s.span_id, s.parent_span_id or "") for s in batch
-                  if s.duplicate_of is not None]
+        # a root wrapper (in no run) still links its call's ancestry
+        chain += [(s.trace_id, s.span_id, "") for s in batch
+                  if s.duplicate_of is not None and not s.parent_span_id]
         if not self.tracker.blocking:
             if ops or calls or chain:
                 self.tracker.add(self.clock(), chain, calls, ops)
