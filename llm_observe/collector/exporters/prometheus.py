@@ -34,6 +34,7 @@ from llm_observe.collector.exporters.genai import (
 )
 from llm_observe.collector.exporters.label_sets import BASE_LABELS, Group, LabelLimits, LabelSets
 from llm_observe.collector.exporters.multiprocess_exemplars import worker_store
+from llm_observe.collector.longlived import long_lived
 from llm_observe.semconv import STATUS_ERROR
 from llm_observe.span import LlmSpan
 
@@ -255,6 +256,7 @@ class PrometheusExporter:
             if clock() >= deadline:
                 await asyncio.sleep(0)
                 deadline = clock() + SLICE_S
+        long_lived.settle()  # new label sets made: out of the cyclic GC's way
 
     async def shutdown(self, timeout: float) -> None:
         return None
