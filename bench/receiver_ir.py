@@ -34,11 +34,19 @@ REPO = Path(__file__).resolve().parents[1]
 
 def child(root: str, sink_port: int, folder: str) -> None:
     """Under callgrind: ``root``'s own run_full, its queues replaced by files; a marker
-    (``os.getppid``: callgrind dumps there) when ready and when told to stop."""
+    (``os.getppid``: callgrind dumps there) when ready and when told to stop, the stop
+    marker on the event loop's thread first (with ``--separate-threads=yes`` a marker
+    dumps only its own thread: the loop's part 2 is then its serving alone)."""
+    import asyncio
+    import threading
+
     from bench.baseline import run_full_at
+
+    loops: list[asyncio.AbstractEventLoop] = []
 
     class Ready:
         def put(self, started: Any) -> None:
+            loops.append(asyncio.get_running_loop())
             os.getppid()
             port = started[0] if isinstance(started, tuple) else started
             Path(folder, "port.tmp").write_text(str(port))
@@ -48,6 +56,9 @@ def child(root: str, sink_port: int, folder: str) -> None:
         def get(self, *args: Any, **kwargs: Any) -> bool:
             while not Path(folder, "stop").exists():
                 time.sleep(0.05)
+            marked = threading.Event()
+            loops[0].call_soon_threadsafe(lambda: (os.getppid(), marked.set()))
+            marked.wait()
             os.getppid()
             return True
 
@@ -58,8 +69,10 @@ def child(root: str, sink_port: int, folder: str) -> None:
     run_full_at(root, sink_port, "aio", Ready(), Stop(), Report())
 
 
-def measure(root: Path, sink_port: int, requests: list[bytes], ctx: Any) -> float:
-    """Instructions per span of the server of ``root`` serving ``requests`` once."""
+def measure(root: Path, sink_port: int, requests: list[bytes], ctx: Any,
+            keep: Path | None = None) -> float:
+    """Instructions per span of the server of ``root`` serving ``requests`` once; with
+    ``keep``, its callgrind profile (ready -> stop) is copied there for callgrind_annotate."""
     from bench.receiver import run_load
 
     with tempfile.TemporaryDirectory() as folder:
@@ -84,6 +97,8 @@ def measure(root: Path, sink_port: int, requests: list[bytes], ctx: Any) -> floa
         server.wait(timeout=7200)
         handled = json.loads(Path(folder, "report").read_text())[0]
         text = Path(folder, "cg.out.2").read_text(errors="replace")  # ready -> stop
+        if keep is not None:
+            keep.write_text(text)
         m = re.search(r"^(?:totals|summary): (\d+)", text, re.M)
         assert m is not None and handled == len(requests) * 512
         return int(m.group(1)) / handled
@@ -93,6 +108,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--baseline", default="51b5287")
     parser.add_argument("--requests", type=int, default=8)
+    parser.add_argument("--keep", type=Path, help="a folder: keep each tree's profile there "
+                        "(<tree>.callgrind, for callgrind_annotate --inclusive=yes)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -108,7 +125,11 @@ def main() -> None:
     try:
         bases = make_requests(16, text=True)
         requests = [bases[i % len(bases)] for i in range(args.requests)]
-        per = {name: measure(root, sink.port, requests, ctx) for name, root in trees.items()}
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+        per = {name: measure(root, sink.port, requests, ctx,
+                             args.keep / f"{name}.callgrind" if args.keep else None)
+               for name, root in trees.items()}
     finally:
         sink.close()
     for name, value in per.items():

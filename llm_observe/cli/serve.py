@@ -166,6 +166,7 @@ async def _serve(collector: Any, args: argparse.Namespace, alerts: Any,
     from llm_observe.api.app import create_app
     from llm_observe.api.keys import AppKeys
     from llm_observe.api.scrape import PortInUse
+    from llm_observe.collector.longlived import long_lived
 
     settings = collector.settings
     await collector.pipeline.start()  # before any door: a spool left by the last run goes now
@@ -174,6 +175,8 @@ async def _serve(collector: Any, args: argparse.Namespace, alerts: Any,
     # triggered by one big request costs a pause in proportion to that request only.
     gc.collect()
     gc.freeze()
+    # and so are the label sets made from now on, frozen as they come (collector/longlived.py)
+    long_lived.enable()
     # Heavy work runs in threads (large batches, renders, embeddings); a thread holding the
     # GIL hands it back to the loop after this long instead of CPython's 5 ms, so a
     # request's few GIL hand-offs cost a few ms, not tens (bench.hostile).

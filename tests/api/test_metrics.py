@@ -106,6 +106,31 @@ async def test_batch_keeps_valid_spans_next_to_bad_ones(api: Any) -> None:
                   service_name="search", status="success", has_retries="true") == 1
 
 
+async def test_a_large_batch_validated_off_the_loop_answers_the_same(api: Any) -> None:
+    """Past INLINE_MAX_RECORDS records a batch is validated in the CPU thread: the same
+    per-span answer (rejections, warnings by index) and the same series."""
+    from llm_observe.api.metrics import INLINE_MAX_RECORDS
+    n = INLINE_MAX_RECORDS * 2
+    spans: list[Any] = [{**SPAN, "service_name": f"big{i % 3}"} for i in range(n)]
+    spans[7] = {**SPAN, "prompt_tokens": -1}
+    spans[n - 1] = {**SPAN, "completon_tokens": 5}  # (another test owns promt_tokens)
+    resp = await api.post("/v1/metrics/record-batch", json={"spans": spans})
+    assert resp.status == 200
+    body = await resp.json()
+    assert body["recorded_count"] == n - 1 and len(body["span_ids"]) == n - 1
+    assert body["rejected"] == [{"index": 7, "errors": [{"field": "prompt_tokens",
+                                                         "message": "must be >= 0"}]}]
+    assert [w["index"] for w in body["warnings"]] == [n - 1]
+    assert "did you mean 'completion_tokens'" in body["warnings"][0]["warnings"][0]["message"]
+    bad = await api.post("/v1/metrics/record-batch", json={"spans": [*spans[:n], 5]})
+    assert [r["index"] for r in (await bad.json())["rejected"]] == [7, n]
+    await api.post("/v1/metrics/init", json={"port": 0})
+    text = await scrape(api)
+    assert sum(sample(text, "llm_spans_total", model="gpt-4o", provider="openai",
+                      service_name=f"big{k}", status="success", has_retries="true")
+               for k in range(3)) == 2 * (n - 2)  # both batches; 7 and n - 1 are "checkout"
+
+
 async def test_batch_of_only_bad_spans_records_nothing(api: Any) -> None:
     resp = await api.post("/v1/metrics/record-batch", json={"spans": [{}, {"model": 1}]})
     assert resp.status == 200

@@ -41,6 +41,7 @@ from llm_observe.collector.exporters.series_render import (
     Unsupported,
     supported,
 )
+from llm_observe.collector.longlived import long_lived
 
 log = logging.getLogger(__name__)
 
@@ -119,12 +120,15 @@ class Exposition:
         # collections promoted them and triggered a full collection of the whole heap
         # (180-620 ms measured, GIL held: the event loop stalled). Paused, the samples are
         # freed by reference counting as each family is done, and nothing is promoted.
+        # The label sets' kept lines it made live until exit: frozen at once if enough
+        # were made (collector/longlived.py), before a collection would scan them all.
         with self._lock:
             paused = gc.isenabled()
             gc.disable()
             try:
                 return self._render(fmt)
             finally:
+                long_lived.settle(young_first=False)
                 if paused:
                     gc.enable()
 

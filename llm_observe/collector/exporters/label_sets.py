@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_observe.collector.exporters.genai import OPERATION, OTHER_ERROR, GenAiSet
 from llm_observe.collector.exporters.labels import OVERFLOW, LabelBudget, LabelGuard, label_units
+from llm_observe.collector.longlived import long_lived
 from llm_observe.providers.registry import semconv_provider
 from llm_observe.span import STATUSES, LlmSpan
 
@@ -123,6 +124,7 @@ class LabelSets:
         if group is None:
             if key != OVERFLOW_KEY and self._group_budget.take(2 * label_units(*key)):
                 group = self._groups[key] = Group(self._m, key)
+                long_lived.made(8)  # children that live until exit
             else:
                 group = self._overflow_group()
                 if key != OVERFLOW_KEY:
@@ -138,6 +140,7 @@ class LabelSets:
         if child is None:
             if g.key == OVERFLOW_KEY or self._finish_budget.take(label_units(*g.key, label)):
                 child = g.finish_sets[label] = self._m.finish_reason.labels(*g.key, label)
+                long_lived.made(1)
             else:
                 self._overflowed("label_set")
                 child = self.finish_child(self._overflow_group(), reason)
@@ -155,6 +158,7 @@ class LabelSets:
         if child is None:
             if g.key == OVERFLOW_KEY or self._spans_budget.take(label_units(*g.key)):
                 child = g.spans_sets[labels] = self._m.spans.labels(*g.key, *labels)
+                long_lived.made(1)
             else:
                 self._overflowed("label_set")
                 child = self.spans_child(self._overflow_group(), skey)
@@ -180,6 +184,7 @@ class LabelSets:
             exempt = labels[1:] == (OVERFLOW, OVERFLOW, OVERFLOW) and err in ("", OVERFLOW)
             if exempt or self._genai_budget.take(2 * label_units(*labels[1:], err)):
                 s = self._genai_sets[key] = GenAiSet(self._genai(), labels, err)
+                long_lived.made(4)
             else:
                 self._overflowed("genai_label_set")
                 over = (OPERATION, OVERFLOW, OVERFLOW, OVERFLOW, OVERFLOW if err else "")

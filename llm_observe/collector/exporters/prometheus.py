@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from operator import attrgetter, countOf
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, values
@@ -34,6 +34,7 @@ from llm_observe.collector.exporters.genai import (
 )
 from llm_observe.collector.exporters.label_sets import BASE_LABELS, Group, LabelLimits, LabelSets
 from llm_observe.collector.exporters.multiprocess_exemplars import worker_store
+from llm_observe.collector.longlived import long_lived
 from llm_observe.semconv import STATUS_ERROR
 from llm_observe.span import LlmSpan
 
@@ -55,11 +56,11 @@ TTFT_BUCKETS_MS = (
 LATENCY_SHARED = SharedBounds(LATENCY_BUCKETS_MS, DURATION_BUCKETS_S, 1000)
 TTFT_SHARED = SharedBounds(TTFT_BUCKETS_MS, DURATION_BUCKETS_S, 1000)
 _ACTUAL_MODEL = attrgetter("actual_model")
-# Recording yields to the event loop between slices of ~SLICE_S: the first slice is small
-# (it may be all new label sets), the next sized from its measured cost.
+# Recording gives the event loop back after ~SLICE_S: it may stop after every STEP spans
+# tallied (a new label set costs ~170 µs: its children are made) and after every group
+# flushed, so each group is still flushed once per batch.
 SLICE_S = 0.004
-FIRST_SLICE = 32
-MAX_SLICE = 4096
+STEP = 32
 
 
 def multiprocess_values() -> bool:
@@ -117,36 +118,47 @@ class LlmMetrics:
         Sums per label group first, then touches each child once per batch: every
         ``inc``/``observe`` takes a lock, and a 512-span batch usually has few groups.
         """
+        for _ in self.steps(batch):
+            pass
+
+    def steps(self, batch: Sequence[LlmSpan]) -> Iterator[None]:
+        """:meth:`record` in steps: yields after every :data:`STEP` spans summed and after
+        every group flushed, where a caller may give the event loop back (the batch is
+        recorded when the iterator is exhausted; one abandoned midway records nothing of
+        the groups not yet flushed)."""
         tallies: dict[Group, _Tally] = {}
         group = self.sets.group
         keep = self.genai is not None or self.exemplars is not None  # the group's spans
-        for span in batch:
-            if span.duplicate_of is not None:  # another span counts this call (agents.dedup)
-                continue
-            g = group(span)
-            t = tallies.get(g)
-            if t is None:
-                t = tallies[g] = _Tally()
-            t.prompt += span.prompt_tokens or 0
-            t.completion += span.completion_tokens or 0
-            if span.cost_usd_micro is not None:
-                t.cost += span.cost_usd_micro
-            else:
-                t.unpriced += 1
-            if span.latency_ms_total is not None:
-                t.latency.append(span.latency_ms_total)
-            if span.latency_ms_ttft is not None:
-                t.ttft.append(span.latency_ms_ttft)
-            t.pii += span.pii_detected
-            t.injection += span.injection_attempt
-            if span.finish_reason:
-                t.finish[span.finish_reason] = t.finish.get(span.finish_reason, 0) + 1
-            skey = (span.status, span.retry_count > 0)
-            t.spans[skey] = t.spans.get(skey, 0) + 1
-            if keep:  # read at flush, in C loops
-                t.members.append(span)
+        for start in range(0, len(batch), STEP):
+            for span in batch[start:start + STEP]:
+                if span.duplicate_of is not None:  # another span counts this call
+                    continue
+                g = group(span)
+                t = tallies.get(g)
+                if t is None:
+                    t = tallies[g] = _Tally()
+                t.prompt += span.prompt_tokens or 0
+                t.completion += span.completion_tokens or 0
+                if span.cost_usd_micro is not None:
+                    t.cost += span.cost_usd_micro
+                else:
+                    t.unpriced += 1
+                if span.latency_ms_total is not None:
+                    t.latency.append(span.latency_ms_total)
+                if span.latency_ms_ttft is not None:
+                    t.ttft.append(span.latency_ms_ttft)
+                t.pii += span.pii_detected
+                t.injection += span.injection_attempt
+                if span.finish_reason:
+                    t.finish[span.finish_reason] = t.finish.get(span.finish_reason, 0) + 1
+                skey = (span.status, span.retry_count > 0)
+                t.spans[skey] = t.spans.get(skey, 0) + 1
+                if keep:  # read at flush, in C loops
+                    t.members.append(span)
+            yield
         for g, t in tallies.items():
             self._flush(g, t)
+            yield
 
     def _flush(self, g: Group, t: _Tally) -> None:
         for counter, amount in ((g.prompt, t.prompt), (g.completion, t.completion),
@@ -232,20 +244,19 @@ class PrometheusExporter:
         return None
 
     async def export(self, batch: Sequence[LlmSpan]) -> None:
-        """Record the batch in slices sized to ~SLICE_S of loop time each, yielding between
-        them: ~1.5 µs a span once its label set exists, but ~170 µs for a new one (its
-        children and buckets are created), so 1,000 new label sets would hold the loop
-        ~0.2 s in one go."""
-        start, size, n = 0, FIRST_SLICE, len(batch)
-        while start < n:
-            began = time.perf_counter()
-            self.metrics.record(batch[start:start + size])
-            start += size
-            if start < n:
-                per_span = (time.perf_counter() - began) / size
-                size = max(FIRST_SLICE, min(MAX_SLICE, int(SLICE_S / per_span)
-                                            if per_span > 0 else MAX_SLICE))
+        """Record the batch, yielding to the loop whenever a step ends past ~SLICE_S of
+        loop time: ~1.5 µs a span once its label set exists, but ~170 µs for a new one,
+        so 1,000 new label sets would hold the loop ~0.2 s in one go. The batch is summed
+        whole and each group flushed once whatever the pauses: cutting it into slices
+        flushed apart cost 3x the instructions when a busy CPU thread made the measured
+        slices short (bench.receiver_ir, issue 24)."""
+        clock = time.perf_counter
+        deadline = clock() + SLICE_S
+        for _ in self.metrics.steps(batch):
+            if clock() >= deadline:
                 await asyncio.sleep(0)
+                deadline = clock() + SLICE_S
+        long_lived.settle()  # new label sets made: out of the cyclic GC's way
 
     async def shutdown(self, timeout: float) -> None:
         return None

@@ -30,6 +30,8 @@ from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.openmetrics import exposition as om
 from prometheus_client.utils import floatToGoString as _untyped_float
 
+from llm_observe.collector.longlived import long_lived
+
 floatToGoString = cast(Callable[[float], str], _untyped_float)
 
 __all__ = ["OPENMETRICS", "TEXT", "FamilyRender", "SeriesBudget", "Unsupported", "supported"]
@@ -257,6 +259,7 @@ class FamilyRender:
                         raise Unsupported(f"{self.metric.name}: {shape.n} samples, the "
                                           f"reader has {n}")
                 s = _Series(shape, key)
+                long_lived.made(1)  # kept as long as its label set: until exit
             kept[key] = s
             if fmt == TEXT:
                 chunk, late = s.text(values)
