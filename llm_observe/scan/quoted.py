@@ -26,6 +26,8 @@ Cost: nothing unless an injection phrase or regex matched (rare on benign text).
 
 from __future__ import annotations
 
+import re
+
 from llm_observe.scan.findings import INJECTION, Finding
 
 MIN_OUTSIDE = 24          # characters outside the quotation (ends stripped)
@@ -35,6 +37,8 @@ _PAIRS = {'"': '"', "\u201c": "\u201d", "\u201e": "\u201c", "\u00ab": "\u00bb",
           "\u2018": "\u2019", "'": "'", "\u300c": "\u300d", "`": "`"}
 _ENDS_ONLY = frozenset("\u201d\u00bb\u300d")  # a closing mark: the match is past its quotation
 _DATA_BEFORE = frozenset("=[{,")
+# Every quotation mark: the backward search visits these only, found by ``re`` in C.
+_MARKS = re.compile("[\"'`\u201c\u201d\u201e\u00ab\u00bb\u2018\u2019\u300c\u300d]")
 
 
 def unquoted(text: str, findings: list[Finding], detector: str = "phrase") -> list[Finding]:
@@ -43,8 +47,12 @@ def unquoted(text: str, findings: list[Finding], detector: str = "phrase") -> li
 
     At most :data:`MAX_CHECKED` of them are looked at (a hostile text of thousands of
     quoted phrases costs no more than that); the rest are kept."""
-    if not findings or not any(f.type == INJECTION and f.detector == detector
-                               for f in findings):
+    if not findings or _MARKS.search(text) is None:
+        return findings  # no quotation mark or backtick: nothing can be quoted (one C call)
+    for f in findings:
+        if f.type == INJECTION and f.detector == detector:
+            break
+    else:
         return findings
     body = (len(text) - len(text.lstrip()), len(text.rstrip()))
     out, checked = [], 0
@@ -68,11 +76,11 @@ def quoted(text: str, start: int, end: int, body: tuple[int, int] | None = None)
     floor = max(para, start - _REACH)
     limit = text.find("\n\n", end, end + _REACH)
     limit = min(len(text), end + _REACH) if limit < 0 else limit
-    for i in range(start - 1, floor - 1, -1):
+    for i in reversed([m.start() for m in _MARKS.finditer(text, floor, start)]):
         ch = text[i]
         if ch in _ENDS_ONLY:
             return False
-        if ch not in _PAIRS or not _opens(text, i, para):
+        if not _opens(text, i, para):
             if ch == '"':
                 return False  # a closing straight quote: the match is past its quotation
             continue
