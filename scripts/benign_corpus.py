@@ -6,7 +6,8 @@ Reads (scripts/benign_sources.py): prompt templates and agent system prompts shi
 pinned wheels of LangChain, LlamaIndex, CrewAI, AutoGen, DSPy, Haystack, Semantic Kernel,
 smolagents and CAMEL (string literals and prompt files; docstrings and code as documents);
 CPython's ``pydoc_data`` topics; Debian's common licences; man pages in 10 languages;
-generated CI/web/application logs (benign_data/logs.py); the hand-written hard negatives
+generated CI/web/application logs (benign_data/logs.py); short tool/function results and
+retrieved snippets (benign_data/tool_results.py); the hand-written hard negatives
 (benign_data/hard_negatives.yaml). Template placeholders are filled with ordinary values
 (a benign question, a pydoc paragraph as context, a name).
 
@@ -39,7 +40,7 @@ import yaml
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import benign_sources as src  # noqa: E402
-from benign_data import logs  # noqa: E402
+from benign_data import logs, tool_results  # noqa: E402
 
 ROOT = HERE.parent
 OUT = HERE / "benign_data"
@@ -107,6 +108,7 @@ def rows(wheels: dict[str, Path]) -> tuple[list[dict[str, str]], dict[str, objec
     raw += pydoc + src.licence_rows() + src.man_rows(pages) + hand_written()
     raw += [("generated-logs", f"log/{k}", "tool", logs.log(k, n))
             for k in logs.KINDS for n in range(PER_FAMILY)]
+    raw += tool_results.rows()
     seen: set[str] = set()
     per_family: Counter[str] = Counter()
     per_source: Counter[str] = Counter()
@@ -138,6 +140,8 @@ def rows(wheels: dict[str, Path]) -> tuple[list[dict[str, str]], dict[str, objec
         "hand_written": ["scripts/benign_data/hard_negatives.yaml",
                          "tests/data/benign_roles.yaml (validation only)"],
         "generated": "scripts/benign_data/logs.py",
+        "tool_results": "scripts/benign_data/tool_results.py (CPython "
+                        f"{sys.version.split()[0]} stdlib docstrings in tool-result shapes)",
     }
     return out, sources
 

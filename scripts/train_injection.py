@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benign_corpus
 import injection_corpus as corpus
 import injection_sources as sources
 
@@ -44,18 +45,23 @@ from llm_observe.scan.classifier import (
 )
 from llm_observe.scan.normalize import fold
 
-WINDOW = 256          # tokens per scored window (see classifier.windows)
-MIN_DOCS = 2          # a feature must occur in this many training windows
+WINDOW = 64           # tokens per scored window (see classifier.windows)
+MIN_DOCS = 3          # a feature must occur in this many training windows
 L2 = 1e-4             # L2 penalty per unit of (normalised) sample weight
 STEPS, LR = 300, 0.05
 # A window's sample weight is size(family) ** -FAMILY_POWER inside its class: 0.5
 # counts a family as sqrt(its size) examples, so one big family cannot drown the rest.
 FAMILY_POWER = 0.5
 SCALE = 1000          # weights are stored as round(w * SCALE)
+# Stored weights must exceed this (in SCALE units): the realistic documents add ~90k
+# features of weight <= 0.025 that move no score measurably (figures within 2 texts
+# of 448 attacks: docs/scanning.md) but cost dict memory and looser gate bounds.
+PRUNE = 25
 # Threshold: the score that at most this share of *out-of-fold* training negatives
 # reach (4 folds by family inside the training split; validation is never looked at).
 TARGET_FALSE_ALARMS = 0.005
 FOLDS = 4
+APPEND_EVERY = 3      # one short attack in this many is also trained appended to a document
 
 
 def featurise(examples: list[corpus.Example]) -> tuple[list[list[object]], np.ndarray, list[int]]:
@@ -116,7 +122,7 @@ def serialise(weights: dict[object, float]) -> str:
     lines = []
     for key, value in weights.items():
         q = round(value * SCALE)
-        if q:
+        if abs(q) > PRUNE:
             raw = b" ".join(key) if isinstance(key, tuple) else key
             assert isinstance(raw, bytes)
             text = raw.decode("utf-8", "surrogatepass")
@@ -157,9 +163,33 @@ def evaluate(model_text: str, manifest: dict[str, object], threshold: float,
     return report
 
 
+def realistic_negatives() -> list[corpus.Example]:
+    """The realistic benign corpus (scripts/benign_corpus.py: app system prompts, RAG
+    templates, documents, code, logs, tool outputs) as negatives, with its own family split:
+    long second-person documents are what the word model over-flagged."""
+    return [corpus.Example(r["text"], 0, f"realistic/{r['family']}", r["split"],
+                           "realistic_benign") for r in benign_corpus.load()]
+
+
+def appended(examples: list[corpus.Example]) -> list[corpus.Example]:
+    """Attacks (< 600 characters) appended after a long realistic document of the same
+    split, one in APPEND_EVERY: an instruction added at the end of a long page or tool
+    output must outweigh the page's own words in its window, not be diluted by them."""
+    docs = {s: [e.text for e in examples if e.kind == "realistic_benign" and e.split == s
+                and len(e.text) > 1500] for s in ("train", "validation")}
+    out = []
+    for n, e in enumerate(x for x in examples if x.label and len(x.text) < 600):
+        pick = int(hashlib.sha256(f"append|{e.family}|{n}".encode()).hexdigest(), 16)
+        if pick % APPEND_EVERY == 0 and docs[e.split]:
+            doc = docs[e.split][pick // APPEND_EVERY % len(docs[e.split])]
+            out.append(corpus.Example(f"{doc}\n\n{e.text}", 1, e.family, e.split, e.kind))
+    return out
+
+
 def train(cache: Path, out: Path) -> Path:
     wheels = sources.fetch(cache)
-    examples = corpus.build(wheels)
+    examples = corpus.build(wheels) + realistic_negatives()
+    examples += appended(examples)
     train_set = [e for e in examples if e.split == "train"]
     weights, bias = fit(train_set)
     model_text = serialise(weights)
@@ -176,6 +206,9 @@ def train(cache: Path, out: Path) -> Path:
         "trained_by": "python scripts/train_injection.py",
         "sources": {n: {"version": v, "sha256": h, "registry": "PyPI"}
                     for n, (v, h) in sources.WHEELS.items()},
+        "realistic_benign": {"file": "scripts/benign_data/corpus.jsonl.gz",
+                             "sha256": hashlib.sha256((benign_corpus.OUT / "corpus.jsonl.gz")
+                                                      .read_bytes()).hexdigest()},
         "hand_written": ["scripts/injection_data/attacks.txt", "scripts/injection_data/benign.txt",
                          "scripts/injection_data/hard_benign.txt", "tests/data/prose_seed.txt"],
         "examples": {s: sum(e.split == s for e in examples) for s in ("train", "validation")},

@@ -30,6 +30,7 @@ from llm_observe.scan.findings import INJECTION, Finding, FindingType, ScanResul
 from llm_observe.scan.normalize import fold
 from llm_observe.scan.patterns import PatternEntry, PatternSet
 from llm_observe.scan.prefilter import Anchor, anchors, finditer, required_literals
+from llm_observe.scan.quoted import unquoted
 from llm_observe.scan.validators import VALIDATORS
 
 # Digits joined by at most two separator characters: "4111 1111 1111 1111",
@@ -47,7 +48,6 @@ _DIGIT_BYTES = b"0123456789"
 # your system prompt" is a normal system prompt), so it is not a finding.
 _NEGATIONS = ("not ", "never ", "n't ", "n\u2019t ")
 _EMPTY = ScanResult()
-# The classifier's finding name: it scores the whole text, so it spans all of it.
 CLASSIFIER_FINDING = "injection_classifier"
 
 
@@ -210,7 +210,7 @@ class Scanner:
                     continue
                 spans.append((start, end + 1, index))
             if spans:
-                findings.extend(self._phrase_findings(spans, folded.span, field))
+                findings = unquoted(text, self._phrase_findings(spans, folded.span, field))
         # Injection regexes are the fallback for forms the phrases miss: one already
         # covered by a phrase finding would report the same occurrence twice.
         covered = [(f.start, f.end) for f in findings if f.type == INJECTION]
@@ -243,6 +243,7 @@ class Scanner:
                 if rx.type == INJECTION and any(s < end and start < e for s, e in covered):
                     continue
                 findings.append(Finding(rx.type, rx.name, start, end, rx.severity, field))
+        findings = unquoted(text, findings, "regex")
         model = (model or self.model) if injection else None
         if model is not None and (every_injection or not any(
                 f.type == INJECTION for f in findings)):

@@ -3,6 +3,8 @@ after the scan stage and before anything is counted."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
@@ -14,6 +16,7 @@ from llm_observe.processors.guard import GuardProcessor, GuardRule
 from llm_observe.processors.scan import ScanProcessor
 from llm_observe.scan import Scanner, load_patterns
 from llm_observe.scan.classifier import shared_model
+from llm_observe.scan.patterns import ClassifierConfig, PatternSet
 from llm_observe.span import LlmSpan
 
 QUESTION = "Can I change the billing e-mail on my account?"
@@ -50,8 +53,9 @@ def call(*parts: tuple[str, str]) -> LlmSpan:
                    prompt_text="\n".join(t for _, t in parts), text_roles={"prompt": segments})
 
 
-def run(processor: GuardProcessor, span: LlmSpan) -> LlmSpan:
-    ScanProcessor(Scanner(load_patterns())).process([span])
+def run(processor: GuardProcessor, span: LlmSpan,
+        patterns: PatternSet | None = None) -> LlmSpan:
+    ScanProcessor(Scanner(patterns or load_patterns())).process([span])
     processor.process([span])
     return span
 
@@ -73,8 +77,15 @@ def test_system_text_is_never_read_even_at_gate_zero(model: GuardModel) -> None:
     assert p.tier.stats.judged == 0
 
 
+# The word-model thresholds the encoder's were chosen beside (guard_eval.py); the word
+# model shipped since catches ENCODER_ONLY as a tool result itself (tool threshold 0.6538).
+EARLIER_WORD = replace(load_patterns(), classifier=ClassifierConfig(
+    thresholds=(("user", 0.9142), ("tool", 0.9721))))
+
+
 def test_encoder_flags_a_tool_result_the_cheap_tiers_pass(model: GuardModel) -> None:
-    span = run(stage(model), call(("system", SYSTEM[:300]), ("tool", ENCODER_ONLY)))
+    span = run(stage(model), call(("system", SYSTEM[:300]), ("tool", ENCODER_ONLY)),
+               EARLIER_WORD)
     assert span.injection_attempt
     (finding,) = span.findings
     assert (finding.detector, finding.name, finding.role, finding.message) == (
