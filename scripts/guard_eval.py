@@ -2,11 +2,14 @@
 
     python scripts/guard_eval.py [--work DIR] [--write]
 
+    python scripts/guard_eval.py --baseline OLD.npz   # compare with an earlier model
+
 Scores every validation row of scripts/guard_data.py (never trained on: held-out attack
-families, held-out benign families) with (a) today's word model, (b) a logistic head on
-frozen all-MiniLM-L6-v2 embeddings (int8, the [embeddings] extra's graph), (c) the
-fine-tuned encoder (int8, llm_observe.guard), each over the same 128-token windows (the
-encoders read the first 8). Scores are cached in ``--work``.
+families, held-out benign families) with (a) today's word model, (b) the shipped encoder
+(int8, llm_observe.guard) over 128-token windows (the first 8), and (c) with
+``--baseline``, an earlier encoder's scores of the same rows saved by an earlier version
+of this script (key ``tuned``; the 6-layer model's are made by the command in
+docs/scanning.md, "Cost"). Window embeddings are cached in ``--work``.
 
 Reports (JSON lines):
 - the comparison at a matched false-alarm rate: each model's threshold set at 1% on the
@@ -64,18 +67,13 @@ def scores(rows: list[dict[str, object]], work: Path) -> dict[str, np.ndarray]:
     out["phrase_regex"] = np.array([any(f.type == "injection" for f in cheap.scan(
         t, None, "tool" if r["role"] == "tool" else "user", every_injection=False))
         for t, r in zip(texts, rows, strict=True)], dtype=float)
-    tuned_files = load_files()
-    frozen = np.load(work / "frozen_head.npz")
-    base_files = GuardFiles({"head.weight": np.zeros(384, np.float32),
-                             "head.bias": np.zeros(1, np.float32)}, tuned_files.manifest, "base")
-    for name, files, (w, b) in (
-            ("frozen", base_files, (frozen["weight"], float(frozen["bias"][0]))),
-            ("tuned", tuned_files, tuned_files.head)):
-        emb, owner = embeddings(files, texts, work)
-        logits = emb @ w.astype(np.float32) + b
-        per = np.full(len(texts), -np.inf)
-        np.maximum.at(per, owner, logits)
-        out[name] = 1.0 / (1.0 + np.exp(-per))
+    files = load_files()
+    emb, owner = embeddings(files, texts, work)
+    w, b = files.head
+    logits = emb @ w.astype(np.float32) + b
+    per = np.full(len(texts), -np.inf)
+    np.maximum.at(per, owner, logits)
+    out["tuned"] = 1.0 / (1.0 + np.exp(-per))
     return out
 
 
@@ -112,9 +110,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", type=Path, default=Path("/tmp/guard-train"))
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--baseline", type=Path, help="an earlier encoder's scores (.npz)")
+    ap.add_argument("--save", type=Path, help="write this run's scores here (.npz)")
     args = ap.parse_args()
     rows = [r for r in guard_data.rows() if r["split"] == "validation"]
     sc = scores(rows, args.work)
+    if args.save:
+        np.savez(args.save, **sc)
+    if args.baseline:
+        sc["previous"] = np.load(args.baseline)["tuned"]
+        if sc["previous"].shape != sc["tuned"].shape:
+            raise SystemExit(f"{args.baseline}: scores of other rows")
     label = np.array([int(r["label"]) for r in rows])
     role = np.array([str(r["role"]) for r in rows])
     kind = np.array([str(r["kind"]) for r in rows])
@@ -125,13 +131,17 @@ def main() -> None:
     attack = label == 1
     report: dict[str, object] = {}
     comparison = {}
-    for name in ("word", "frozen", "tuned"):
+    bands = np.array([band(n) for n in length])
+    direct = kind == "attack"
+    for name in [n for n in ("word", "previous", "tuned") if n in sc]:
         s = sc[name]
         t = threshold_at(s[untrusted_benign])
         comparison[name] = {
             "threshold_at_1pct": round(t, 4),
             "recall": round(float((s[attack] >= t).mean()), 4),
             "recall_under_300": round(float((s[attack & short] >= t).mean()), 4),
+            "recall_direct_bands": {b: round(float((s[direct & (bands == b)] >= t).mean()), 4)
+                                    for b in ("<300", "300-800", ">800")},
             "recall_indirect": round(float((s[kind == "indirect_attack"] >= t).mean()), 4),
             "fa_system_prompts_as_unknown": round(float(
                 (s[realistic & (role == "system")] >= t).mean()), 4),
@@ -142,6 +152,12 @@ def main() -> None:
     report["thresholds"] = thresholds
     report["thresholds_oof"] = oof
     report.update(full_system(sc, thresholds, role, label, kind, length))
+    if "previous" in sc:  # the earlier encoder under the same rule, for the docs' table
+        print(json.dumps({"figure": "previous_model_full_detector"}))
+        prev = {**sc, "tuned": sc["previous"]}
+        prev_thresholds, _ = select(rows, prev, role, kind, realistic)
+        report["previous_full_detector"] = full_system(
+            prev, prev_thresholds, role, label, kind, length)["full_detector"]
     if args.write:
         path = MODEL_DIR / MANIFEST_FILE
         manifest = json.loads(path.read_text())
