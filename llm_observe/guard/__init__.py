@@ -1,7 +1,7 @@
 """The optional encoder tier of injection detection (issue 23; docs/scanning.md).
 
-Fine-tuned all-MiniLM-L6-v2 (top layer + head shipped here, the base weights from the
-``[embeddings]`` extra), int8 on onnxruntime, read only where the cheap tiers' word model
+A 2-layer student of all-MiniLM-L6-v2 (its layers + head shipped here, the embedding
+tables from the ``[embeddings]`` extra's base weights), int8 on onnxruntime, read only where the cheap tiers' word model
 leaves doubt, under a budget. Needs the ``[guard]`` extra; without it the phrases,
 regexes and word model work as before. Public surface:
 
