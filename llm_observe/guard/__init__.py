@@ -1,9 +1,9 @@
 """The optional encoder tier of injection detection (issue 23; docs/scanning.md).
 
 A 2-layer student of all-MiniLM-L6-v2 (its layers + head shipped here, the embedding
-tables from the ``[embeddings]`` extra's base weights), int8 on onnxruntime, read only where the cheap tiers' word model
-leaves doubt, under a budget. Needs the ``[guard]`` extra; without it the phrases,
-regexes and word model work as before. Public surface:
+tables from the ``[embeddings]`` extra's base weights), int8 on onnxruntime, read only
+where the cheap tiers' word model leaves doubt, under a budget. Needs the ``[guard]``
+extra; without it the phrases, regexes and word model work as before. Public surface:
 
 - :func:`load_files` / :class:`GuardModel`: the verified weights and the model;
 - :class:`GuardTier` / :class:`GuardConfig`: gate and budget, loading in the background;
