@@ -2,8 +2,9 @@
 window, int8 on one onnxruntime thread; process time (the machine is shared).
 
 Run: python -m bench.scan_guard [--quick] [--compare]   (needs the [guard] extra)
-``--compare`` also builds the earlier graph recipe (FFN output projection in fp32) and
-times both alternately in the same run (before/after figures in docs/scanning.md).
+``--compare`` also builds the previous model's arithmetic -- all six MiniLM layers at
+full width, the same int8 recipe (base weights: the cost does not depend on the values)
+-- and times both alternately in the same run (figures in docs/scanning.md, "Cost").
 Detection figures: python scripts/guard_eval.py (docs/scanning.md, "The encoder tier").
 """
 
@@ -25,21 +26,22 @@ if TYPE_CHECKING:
 def main(rounds: int = 40, compare: bool = False, repeats: int = 5) -> None:
     import onnxruntime as ort
 
-    from llm_observe.embedding import weights
+    from llm_observe.embedding import cpu, quantize, weights
     from llm_observe.embedding.model import session_options
     from llm_observe.guard.files import load_files
-    from llm_observe.guard.model import GRAPH_RECIPE, WINDOW, GuardModel, build_graph
+    from llm_observe.guard.model import GRAPH_RECIPE, WINDOW, GuardModel
 
     start = time.perf_counter()
     files = load_files()
     model = GuardModel(files)
     emit("scan_guard", "load_s", time.perf_counter() - start, "s", note="graph cached after the "
          "first build")
-    sessions = {GRAPH_RECIPE: model.session}
+    sessions = {f"{GRAPH_RECIPE}_{files.layers}_layers": model.session}
     if compare:
-        sessions["int8_ffn_fp32"] = ort.InferenceSession(
-            build_graph(files, weights.locate(), ffn_out_int8=False), session_options(1),
-            providers=["CPUExecutionProvider"])
+        six = quantize.build_int8(weights.locate(), levels=cpu.int8_weight_levels(),
+                                  kinds=quantize.ALL_KINDS)
+        sessions["previous_6_layers"] = ort.InferenceSession(
+            six.SerializeToString(), session_options(1), providers=["CPUExecutionProvider"])
     text = " ".join(prose_prompts(8, width=2000))
     ids = model.windows(text)
     two = ids[:2]  # 2 x (126 + 2) = 256 tokens

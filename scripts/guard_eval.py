@@ -2,11 +2,14 @@
 
     python scripts/guard_eval.py [--work DIR] [--write]
 
+    python scripts/guard_eval.py --baseline OLD.npz   # compare with an earlier model
+
 Scores every validation row of scripts/guard_data.py (never trained on: held-out attack
-families, held-out benign families) with (a) today's word model, (b) a logistic head on
-frozen all-MiniLM-L6-v2 embeddings (int8, the [embeddings] extra's graph), (c) the
-fine-tuned encoder (int8, llm_observe.guard), each over the same 128-token windows (the
-encoders read the first 8). Scores are cached in ``--work``.
+families, held-out benign families) with (a) today's word model, (b) the shipped encoder
+(int8, llm_observe.guard) over 128-token windows (the first 8), and (c) with
+``--baseline``, an earlier encoder's scores of the same rows saved by an earlier version
+of this script (key ``tuned``; the 6-layer model's are made by the command in
+docs/scanning.md, "Cost"). Window embeddings are cached in ``--work``.
 
 Reports (JSON lines):
 - the comparison at a matched false-alarm rate: each model's threshold set at 1% on the
@@ -64,18 +67,13 @@ def scores(rows: list[dict[str, object]], work: Path) -> dict[str, np.ndarray]:
     out["phrase_regex"] = np.array([any(f.type == "injection" for f in cheap.scan(
         t, None, "tool" if r["role"] == "tool" else "user", every_injection=False))
         for t, r in zip(texts, rows, strict=True)], dtype=float)
-    tuned_files = load_files()
-    frozen = np.load(work / "frozen_head.npz")
-    base_files = GuardFiles({"head.weight": np.zeros(384, np.float32),
-                             "head.bias": np.zeros(1, np.float32)}, tuned_files.manifest, "base")
-    for name, files, (w, b) in (
-            ("frozen", base_files, (frozen["weight"], float(frozen["bias"][0]))),
-            ("tuned", tuned_files, tuned_files.head)):
-        emb, owner = embeddings(files, texts, work)
-        logits = emb @ w.astype(np.float32) + b
-        per = np.full(len(texts), -np.inf)
-        np.maximum.at(per, owner, logits)
-        out[name] = 1.0 / (1.0 + np.exp(-per))
+    files = load_files()
+    emb, owner = embeddings(files, texts, work)
+    w, b = files.head
+    logits = emb @ w.astype(np.float32) + b
+    per = np.full(len(texts), -np.inf)
+    np.maximum.at(per, owner, logits)
+    out["tuned"] = 1.0 / (1.0 + np.exp(-per))
     return out
 
 
@@ -112,9 +110,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", type=Path, default=Path("/tmp/guard-train"))
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--baseline", type=Path, help="an earlier encoder's scores (.npz)")
+    ap.add_argument("--save", type=Path, help="write this run's scores here (.npz)")
     args = ap.parse_args()
     rows = [r for r in guard_data.rows() if r["split"] == "validation"]
     sc = scores(rows, args.work)
+    if args.save:
+        np.savez(args.save, **sc)
+    if args.baseline:
+        sc["previous"] = np.load(args.baseline)["tuned"]
+        if sc["previous"].shape != sc["tuned"].shape:
+            raise SystemExit(f"{args.baseline}: scores of other rows")
     label = np.array([int(r["label"]) for r in rows])
     role = np.array([str(r["role"]) for r in rows])
     kind = np.array([str(r["kind"]) for r in rows])
@@ -125,13 +131,17 @@ def main() -> None:
     attack = label == 1
     report: dict[str, object] = {}
     comparison = {}
-    for name in ("word", "frozen", "tuned"):
+    bands = np.array([band(n) for n in length])
+    direct = kind == "attack"
+    for name in [n for n in ("word", "previous", "tuned") if n in sc]:
         s = sc[name]
         t = threshold_at(s[untrusted_benign])
         comparison[name] = {
             "threshold_at_1pct": round(t, 4),
             "recall": round(float((s[attack] >= t).mean()), 4),
             "recall_under_300": round(float((s[attack & short] >= t).mean()), 4),
+            "recall_direct_bands": {b: round(float((s[direct & (bands == b)] >= t).mean()), 4)
+                                    for b in ("<300", "300-800", ">800")},
             "recall_indirect": round(float((s[kind == "indirect_attack"] >= t).mean()), 4),
             "fa_system_prompts_as_unknown": round(float(
                 (s[realistic & (role == "system")] >= t).mean()), 4),
@@ -142,6 +152,13 @@ def main() -> None:
     report["thresholds"] = thresholds
     report["thresholds_oof"] = oof
     report.update(full_system(sc, thresholds, role, label, kind, length))
+    report["gate_sweep"] = gate_sweep(rows, sc, role, label, kind, length, realistic)
+    if "previous" in sc:  # the earlier encoder under the same rule, for the docs' table
+        print(json.dumps({"figure": "previous_model_full_detector"}))
+        prev = {**sc, "tuned": sc["previous"]}
+        prev_thresholds, _ = select(rows, prev, role, kind, realistic)
+        report["previous_full_detector"] = full_system(
+            prev, prev_thresholds, role, label, kind, length)["full_detector"]
     if args.write:
         path = MODEL_DIR / MANIFEST_FILE
         manifest = json.loads(path.read_text())
@@ -164,25 +181,26 @@ def pools(role: np.ndarray, kind: np.ndarray, realistic: np.ndarray) -> dict[str
             "tool": realistic & (role == "tool")}
 
 
-def choose(pr: np.ndarray, word: np.ndarray, tuned: np.ndarray) -> tuple[float, float]:
+def choose(pr: np.ndarray, word: np.ndarray, tuned: np.ndarray,
+           gate: float = GATE) -> tuple[float, float]:
     """Word threshold at <= WORD_FA alone; then the encoder's lowest threshold keeping the
     union (phrases/regexes, word, gated encoder) at <= TOTAL_FA, or adding at most
     ENCODER_EXTRA when the cheap tiers alone are already near it. No attack is looked at."""
     t_w = threshold_at(word, WORD_FA)
     base = pr | (word >= t_w)
     budget = max(TOTAL_FA, base.mean() + ENCODER_EXTRA)
-    candidates = np.sort(np.unique(tuned[(word >= GATE) & ~base]))
+    candidates = np.sort(np.unique(tuned[(word >= gate) & ~base]))
     t_e = 1.0
     for t in candidates[::-1]:
-        if (base | ((word >= GATE) & (tuned >= t))).mean() > budget:
+        if (base | ((word >= gate) & (tuned >= t))).mean() > budget:
             break
         t_e = float(t)
     return round(t_w, 4), round(t_e, 4)
 
 
 def select(rows: list[dict[str, object]], sc: dict[str, np.ndarray], role: np.ndarray,
-           kind: np.ndarray, realistic: np.ndarray) -> tuple[dict[str, dict[str, float]],
-                                                             dict[str, object]]:
+           kind: np.ndarray, realistic: np.ndarray, gate: float = GATE,
+           quiet: bool = False) -> tuple[dict[str, dict[str, float]], dict[str, object]]:
     """Thresholds per role on all benign validation texts, and out of fold: chosen on one
     half of the families, false alarms measured on the other (both ways)."""
     pr = sc["phrase_regex"].astype(bool)
@@ -191,24 +209,25 @@ def select(rows: list[dict[str, object]], sc: dict[str, np.ndarray], role: np.nd
     thresholds: dict[str, dict[str, float]] = {}
     oof: dict[str, object] = {}
     for rl, pool in pools(role, kind, realistic).items():
-        t_w, t_e = choose(pr[pool], sc["word"][pool], sc["tuned"][pool])
+        t_w, t_e = choose(pr[pool], sc["word"][pool], sc["tuned"][pool], gate)
         thresholds[rl] = {"word": t_w, "encoder": t_e}
         held = []
         for f in (0, 1):
             a, b = pool & (fold_of == f), pool & (fold_of != f)
-            fw, fe = choose(pr[a], sc["word"][a], sc["tuned"][a])
-            flag = pr[b] | (sc["word"][b] >= fw) | ((sc["word"][b] >= GATE)
+            fw, fe = choose(pr[a], sc["word"][a], sc["tuned"][a], gate)
+            flag = pr[b] | (sc["word"][b] >= fw) | ((sc["word"][b] >= gate)
                                                     & (sc["tuned"][b] >= fe))
             held.append(round(float(flag.mean()), 4))
         oof[rl] = {"word": t_w, "encoder": t_e, "oof_false_alarms": held,
                    "benign_texts": int(pool.sum())}
-        print(json.dumps({"figure": "role_thresholds", "role": rl, **oof[rl]}))
+        if not quiet:
+            print(json.dumps({"figure": "role_thresholds", "role": rl, **oof[rl]}))
     return thresholds, oof
 
 
 def full_system(sc: dict[str, np.ndarray], thresholds: dict[str, dict[str, float]],
                 role: np.ndarray, label: np.ndarray, kind: np.ndarray,
-                length: np.ndarray) -> dict[str, object]:
+                length: np.ndarray, gate: float = GATE, quiet: bool = False) -> dict[str, object]:
     """Phrases/regexes OR word model OR gated encoder at the chosen per-role thresholds
     (system text read as unknown = user), per group and length band; and the cheap tiers
     alone at the same word thresholds."""
@@ -217,7 +236,7 @@ def full_system(sc: dict[str, np.ndarray], thresholds: dict[str, dict[str, float
     t_e = np.array([thresholds[r]["encoder"] for r in th_role])
     pr, word, tuned = sc["phrase_regex"].astype(bool), sc["word"], sc["tuned"]
     cheap = pr | (word >= t_w)
-    flagged = cheap | ((word >= GATE) & (tuned >= t_e))
+    flagged = cheap | ((word >= gate) & (tuned >= t_e))
     bands = np.array([band(n) for n in length])
     real = kind == "realistic_benign"
     groups = {"direct attacks": kind == "attack", "indirect attacks": kind == "indirect_attack",
@@ -231,12 +250,37 @@ def full_system(sc: dict[str, np.ndarray], thresholds: dict[str, dict[str, float
         for b in ("<300", "300-800", ">800", "all"):
             mb = m & (bands == b) if b != "all" else m
             table[g][b] = [int(flagged[mb].sum()), int(mb.sum()), int(cheap[mb].sum())]
-        print(json.dumps({"figure": "full_detector", "group": g, **{
-            b: f"{v[0]}/{v[1]} (cheap tiers alone {v[2]})" for b, v in table[g].items()}}))
-    gate_share = {g: round(float((word[m] >= GATE).mean()), 4) for g, m in groups.items()
-                  if "benign" in g}
-    print(json.dumps({"figure": "gate_share_read_by_encoder", **gate_share}))
-    return {"full_detector": table, "gate": GATE, "gate_share": gate_share}
+        if not quiet:
+            print(json.dumps({"figure": "full_detector", "group": g, **{
+                b: f"{v[0]}/{v[1]} (cheap tiers alone {v[2]})" for b, v in table[g].items()}}))
+    # Share of texts the encoder reads: past the gate and not already flagged by the cheap
+    # tiers (the stage reads only spans they passed).
+    gate_share = {g: round(float(((word[m] >= gate) & ~cheap[m]).mean()), 4)
+                  for g, m in groups.items() if "benign" in g}
+    if not quiet:
+        print(json.dumps({"figure": "gate_share_read_by_encoder", **gate_share}))
+    return {"full_detector": table, "gate": gate, "gate_share": gate_share}
+
+
+def gate_sweep(rows: list[dict[str, object]], sc: dict[str, np.ndarray], role: np.ndarray,
+               label: np.ndarray, kind: np.ndarray, length: np.ndarray,
+               realistic: np.ndarray) -> list[dict[str, object]]:
+    """What a higher gate saves (share of benign texts read) and costs (recall), the
+    thresholds re-chosen for each gate by the same rule: the measurement behind turning
+    the tier on by default or not."""
+    out = []
+    for gate in (0.05, 0.2, 0.5, 0.8, 0.9):
+        thresholds, oof = select(rows, sc, role, kind, realistic, gate, quiet=True)
+        r = full_system(sc, thresholds, role, label, kind, length, gate, quiet=True)
+        table = r["full_detector"]
+        row = {"gate": gate, "direct": table["direct attacks"]["all"][0],
+               "direct_under_300": table["direct attacks"]["<300"][0],
+               "indirect": table["indirect attacks"]["all"][0], "read_share": r["gate_share"],
+               "thresholds": {k: v["encoder"] for k, v in thresholds.items()},
+               "oof_false_alarms": {k: v["oof_false_alarms"] for k, v in oof.items()}}
+        print(json.dumps({"figure": "gate_sweep", **row}))
+        out.append(row)
+    return out
 
 
 if __name__ == "__main__":

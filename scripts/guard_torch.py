@@ -1,57 +1,52 @@
-"""Torch stage of scripts/train_guard.py: fine-tune MiniLM's top layer(s) and a head.
+"""Torch stage of scripts/train_guard.py: a 2-layer student cut from MiniLM, fine-tuned.
 
 Run by train_guard.py with a separate interpreter that has torch (CPU wheel; never the
 project's environment):
 
-    /tmp/trainvenv/bin/python scripts/guard_torch.py DATA.json MODEL_DIR OUT_DIR
+    /tmp/trainvenv/bin/python scripts/guard_torch.py DATA.json MODEL_DIR OUT_DIR [TEACHER.npz]
 
-- Reads the labelled rows (guard_data.py), tokenises them with the model's WordPiece
-  tokenizer into the run-time windows (llm_observe.guard.windows: 126 tokens + [CLS]/[SEP],
-  no overlap), keeps up to ATTACK_WINDOWS windows of an attack and NEG_WINDOWS of a
-  negative (picked by a seeded generator), training split only.
-- Runs the frozen lower layers once and caches their output (the expensive part), then
-  fits (1) a logistic head on the frozen model's sentence embedding (mean pool + L2, the
-  [embeddings] extra's vector) and (2) the top TOP layers + a head started from (1), with
-  class- and family-balanced weights. Deterministic: fixed seeds, fixed thread count,
-  ``torch.use_deterministic_algorithms``.
-- Writes ``frozen_head.npz`` and ``top_layers.safetensors`` (fp16 top-layer tensors under
-  their BERT names, plus ``head.weight``/``head.bias``) to OUT_DIR.
+- Reads the labelled rows (guard_data.py) as the run-time windows of
+  scripts/guard_windows.py (training split only).
+- The student is all-MiniLM-L6-v2's embeddings (frozen, not shipped) and its first
+  LAYERS layers, each feed-forward block cut from 1,536 to FFN units (the units with the
+  largest mean |GELU output| x |output weights| over the first PRUNE_WINDOWS windows,
+  kept in their original order), and a logistic head on the mean-pooled, L2-normalised
+  vector. Why: 6 layers cost 32 ms per 256 tokens on one core, 2 layers with FFN 768
+  ~9 ms (docs/scanning.md, "Cost"). Embedding output is computed once and cached.
+- Fits the layers + head with class- and family-balanced weights: AdamW, EPOCHS epochs,
+  linear decay. With TEACHER.npz (scripts/guard_teacher.py: the previous 6-layer
+  encoder's vectors and logits of the same windows) it is distilled: the head starts as
+  the teacher's, and the loss adds the teacher's probabilities as soft labels and
+  1 - cosine to its sentence vector. Deterministic: fixed seeds, one thread,
+  deterministic algorithms.
+- Writes ``student.safetensors`` after every epoch (``student-eN.safetensors``; fp16
+  layer tensors under their BERT names, ``head.weight``/``head.bias`` fp32) to OUT_DIR.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import random
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
+import guard_windows  # scripts/: run as a script, its folder is on sys.path
 import numpy as np
 import torch
 from safetensors.numpy import save_file
 from safetensors.torch import load_file
-from tokenizers import Tokenizer
 
-TOP = 1                 # fine-tuned top layers
-WINDOW = 126            # tokens per window, [CLS] and [SEP] added
-ATTACK_WINDOWS, NEG_WINDOWS = 2, 1
-# The machine is shared (2 cores, ~0.5 of one for this): negatives are subsampled to
-# this many per kind, chosen by hash, so the lower-layer pass stays ~10 minutes.
-NEG_PER_KIND = {"realistic_benign": 2000, "benign": 400, "hard_benign": 600,
-                "harmful_request": 250, "prose": 150}
-EPOCHS, BATCH, LR_LAYER, LR_HEAD = 1, 32, 1e-4, 1e-3
-CLS, SEP = 101, 102
-LAYERS = 6
+LAYERS = 2              # student layers (MiniLM's first ones)
+FFN = 768               # feed-forward units kept per layer (of 1,536)
+PRUNE_WINDOWS = 512     # windows the unit importance is measured on
+EPOCHS, BATCH, LR_LAYER, LR_HEAD = 4, 32, 3e-4, 2e-3
+# With a teacher (4th argument: scripts/guard_teacher.py's vectors of the same windows):
+# the loss adds its probabilities (soft labels) and 1 - cosine to its sentence vector.
+DISTILL_PROB, DISTILL_VEC = 1.0, 1.0
 torch.manual_seed(0)
 torch.set_num_threads(1)  # 2 threads spin against each other on a shared, loaded machine
 torch.use_deterministic_algorithms(True)
-
-
-def windows(ids: list[int]) -> list[list[int]]:
-    return [[CLS, *ids[i:i + WINDOW], SEP] for i in range(0, max(1, len(ids)), WINDOW)]
 
 
 class Layer(torch.nn.Module):
@@ -74,6 +69,25 @@ class Layer(torch.nn.Module):
             ln.weight.data.copy_(w[p + n + ".weight"])
             ln.bias.data.copy_(w[p + n + ".bias"])
 
+    def prune(self, keep: torch.Tensor) -> None:
+        """Keep only the feed-forward units ``keep`` (sorted indices)."""
+        inner, out = self.lin["intermediate_dense"], self.lin["output_dense"]
+        new_in = torch.nn.Linear(384, len(keep))
+        new_in.weight.data.copy_(inner.weight.data[keep])
+        new_in.bias.data.copy_(inner.bias.data[keep])
+        new_out = torch.nn.Linear(len(keep), 384)
+        new_out.weight.data.copy_(out.weight.data[:, keep])
+        new_out.bias.data.copy_(out.bias.data)
+        self.lin["intermediate_dense"], self.lin["output_dense"] = new_in, new_out
+
+    def importance(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Sum over real tokens of |GELU output| per unit, times its output weights' norm."""
+        self.seen = torch.zeros(self.lin["intermediate_dense"].out_features)
+        self._record = True
+        self.forward(x, mask)
+        self._record = False
+        return self.seen * self.lin["output_dense"].weight.norm(dim=0)
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         b, s, h = x.shape
         def heads(t: torch.Tensor) -> torch.Tensor:
@@ -86,6 +100,8 @@ class Layer(torch.nn.Module):
         ctx = (att @ v).transpose(1, 2).reshape(b, s, h)
         x = self.ln1(self.lin["attention_output_dense"](ctx) + x)
         inner = torch.nn.functional.gelu(self.lin["intermediate_dense"](x))
+        if getattr(self, "_record", False):
+            self.seen += (inner.abs() * mask[..., None]).sum((0, 1))
         return self.ln2(self.lin["output_dense"](inner) + x)
 
     def state(self) -> dict[str, np.ndarray]:
@@ -132,32 +148,12 @@ def pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
 
 def main() -> None:
     data_path, model_dir, out_dir = map(Path, sys.argv[1:4])
+    teacher = np.load(sys.argv[4]) if len(sys.argv) > 4 else None
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = [r for r in json.loads(data_path.read_text()) if r["split"] == "train"]
-    by_kind: dict[str, list[dict[str, object]]] = {}
-    for r in rows:
-        by_kind.setdefault(str(r["kind"]), []).append(r)
-    rows = []
-    for k in sorted(by_kind):
-        part = sorted(by_kind[k], key=lambda r: hashlib.sha256(str(r["text"]).encode()).digest())
-        rows += part[:NEG_PER_KIND[k]] if k in NEG_PER_KIND else part
-    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    tok.no_truncation()
-    tok.no_padding()
+    seqs, labels, weights = guard_windows.training_windows(data_path,
+                                                           model_dir / "tokenizer.json")
     w = {k: v.float() for k, v in load_file(str(model_dir / "model.safetensors")).items()
          if v.dtype.is_floating_point}
-    fam = Counter((r["label"], r["family"]) for r in rows)
-    seqs, labels, weights = [], [], []
-    for n, r in enumerate(rows):
-        wins = windows(tok.encode(r["text"], add_special_tokens=False).ids)
-        rng = random.Random(f"guard|{n}")
-        keep = ATTACK_WINDOWS if r["label"] else NEG_WINDOWS
-        picked = wins if len(wins) <= keep else [
-            wins[i] for i in sorted(rng.sample(range(len(wins)), keep))]
-        for win in picked:
-            seqs.append(win)
-            labels.append(r["label"])
-            weights.append(fam[(r["label"], r["family"])] ** -0.5 / len(picked))
     y = torch.tensor(labels, dtype=torch.float32)
     sw = torch.tensor(weights, dtype=torch.float64)
     for cls in (0, 1):
@@ -165,74 +161,78 @@ def main() -> None:
     sw = (sw * len(sw) / 2).float()
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     print(f"{len(seqs)} windows, {sum(map(len, seqs))} tokens, {int(y.sum())} attack", flush=True)
-    # 1. frozen lower layers, cached (sorted by length: little padding).
-    start = time.time()
-    lower = [Layer(w, i).eval() for i in range(LAYERS - TOP)]
-    top = torch.nn.ModuleList([Layer(w, i) for i in range(LAYERS - TOP, LAYERS)])
+    # 1. embedding output, cached (sorted by length: little padding).
     cache: list[tuple[list[int], torch.Tensor, torch.Tensor]] = []
-    emb = torch.zeros(len(seqs), 384)
     with torch.no_grad():
         for idx in batches(order, 64):
             ids, mask = pad([seqs[i] for i in idx])
-            x = embed_input(w, ids)
-            for layer in lower:
-                x = layer(x, mask)
-            cache.append((idx, x.half(), mask))
-            if len(cache) % 20 == 0:
-                print(f"  {len(cache) * 64} windows in {time.time() - start:.0f}s", flush=True)
-            for layer in top:
-                x = layer(x, mask)
-            emb[idx] = pooled(x, mask)
-    print(f"cached lower layers in {time.time() - start:.0f}s", flush=True)
-    # 2. frozen head: weighted logistic regression on the frozen sentence embedding.
+            cache.append((idx, embed_input(w, ids).half(), mask))
+    layers = torch.nn.ModuleList([Layer(w, i) for i in range(LAYERS)])
+    # 2. prune each FFN to its FFN most useful units, measured on a hash-spread sample.
+    start = time.time()
+    sample = sorted(range(len(seqs)), key=lambda i: hashlib.sha256(str(i).encode()).digest())
+    with torch.no_grad():
+        for li, layer in enumerate(layers):
+            score = torch.zeros(layer.lin["intermediate_dense"].out_features)
+            for idx in batches(sample[:PRUNE_WINDOWS], 64):
+                ids, mask = pad([seqs[i] for i in idx])
+                x = embed_input(w, ids)
+                for lower in layers[:li]:
+                    x = lower(x, mask)
+                score += layer.importance(x, mask)
+            layer.prune(torch.sort(torch.topk(score, FFN).indices).values)
+    print(f"pruned to {FFN} units in {time.time() - start:.0f}s", flush=True)
     head = torch.nn.Linear(384, 1)
-    opt = torch.optim.LBFGS(head.parameters(), max_iter=200, line_search_fn="strong_wolfe")
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
-        loss = (torch.nn.functional.binary_cross_entropy_with_logits(
-            head(emb).squeeze(-1), y, reduction="none") * sw).mean() \
-            + 1e-4 * head.weight.pow(2).sum()
-        loss.backward()
-        return loss
-    opt.step(closure)
-    np.savez(out_dir / "frozen_head.npz", weight=head.weight.detach().numpy()[0],
-             bias=head.bias.detach().numpy())
-    # 3. fine-tune the top layer(s) and the head (started from the frozen head).
-    params = [{"params": top.parameters(), "lr": LR_LAYER},
+    torch.nn.init.zeros_(head.weight)
+    torch.nn.init.zeros_(head.bias)
+    if teacher is not None:  # the student learns the teacher's vector: start at its head
+        if len(teacher["logit"]) != len(seqs):
+            raise SystemExit("teacher vectors are of other windows")
+        head.weight.data.copy_(torch.from_numpy(teacher["head_weight"])[None, :])
+        head.bias.data.copy_(torch.from_numpy(teacher["head_bias"]))
+        t_emb = torch.from_numpy(teacher["emb"].astype(np.float32))
+        t_prob = torch.sigmoid(torch.from_numpy(teacher["logit"]))
+    params = [{"params": layers.parameters(), "lr": LR_LAYER},
               {"params": head.parameters(), "lr": LR_HEAD}]
-    opt2 = torch.optim.AdamW(params, weight_decay=0.01)
-    steps = EPOCHS * math.ceil(len(seqs) / BATCH)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt2, lambda s: max(0.0, 1 - s / steps))
+    opt = torch.optim.AdamW(params, weight_decay=0.01)
+    steps = EPOCHS * sum(math.ceil(len(c[0]) / BATCH) for c in cache)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / steps))
     rng = np.random.RandomState(0)
-    flat = [(c, j) for c in range(len(cache)) for j in range(len(cache[c][0]))]
     for epoch in range(EPOCHS):
         start = time.time()
-        perm = rng.permutation(len(cache))  # batches of similar length, shuffled
         total = 0.0
-        for c in perm:
+        for n_done, c in enumerate(rng.permutation(len(cache))):  # similar lengths, shuffled
             idx, xs, mask = cache[c]
             for part in range(0, len(idx), BATCH):
                 sel = slice(part, part + BATCH)
-                x = xs[sel].float()
-                m = mask[sel]
-                for layer in top:
+                x, m = xs[sel].float(), mask[sel]
+                for layer in layers:
                     x = layer(x, m)
-                logit = head(pooled(x, m)).squeeze(-1)
+                vec = pooled(x, m)
+                logit = head(vec).squeeze(-1)
                 ii = torch.tensor(idx[sel])
                 loss = (torch.nn.functional.binary_cross_entropy_with_logits(
                     logit, y[ii], reduction="none") * sw[ii]).mean()
-                opt2.zero_grad()
+                if teacher is not None:
+                    soft = torch.nn.functional.binary_cross_entropy_with_logits(
+                        logit, t_prob[ii], reduction="none")
+                    loss = loss + DISTILL_PROB * (soft * sw[ii]).mean() + DISTILL_VEC * (
+                        1 - (vec * t_emb[ii]).sum(-1)).mean()
+                opt.zero_grad()
                 loss.backward()
-                opt2.step()
+                opt.step()
                 sched.step()
-                total += float(loss) * len(ii)
-        print(f"epoch {epoch}: loss {total / len(flat):.4f} in {time.time() - start:.0f}s",
+                total += float(loss.detach()) * len(ii)
+            if n_done % 20 == 0:
+                print(f"  epoch {epoch}: {n_done}/{len(cache)} batches, "
+                      f"{time.time() - start:.0f}s", flush=True)
+        print(f"epoch {epoch}: loss {total / len(seqs):.4f} in {time.time() - start:.0f}s",
               flush=True)
-    state = {k: v for layer in top for k, v in layer.state().items()}
-    state["head.weight"] = head.weight.detach().numpy()[0].astype(np.float32)
-    state["head.bias"] = head.bias.detach().numpy().astype(np.float32)
-    save_file(state, str(out_dir / "top_layers.safetensors"))
+        state = {k: v for layer in layers for k, v in layer.state().items()}
+        state["head.weight"] = head.weight.detach().numpy()[0].astype(np.float32)
+        state["head.bias"] = head.bias.detach().numpy().astype(np.float32)
+        save_file(state, str(out_dir / f"student-e{epoch}.safetensors"))
+        save_file(state, str(out_dir / "student.safetensors"))
 
 
 if __name__ == "__main__":

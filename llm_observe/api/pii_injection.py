@@ -5,55 +5,44 @@ Request ``{text, redact?}`` or ``{messages: [{role?, content}], redact?}``; answ
 ``text`` is one text of unknown role (untrusted, as it always was); ``messages`` are
 scanned each under its role's rule (docs/scanning.md, "Roles": a system message is
 scanned for PII only), and each finding names its ``message`` index and ``role``, its
-offsets index that message's ``content``. Findings never carry the matched text (see
+offsets index that message's ``content`` (scan/requests.py). With the encoder tier on
+(the [guard] extra, ``guard.enabled``), texts the cheap tiers pass are also read by it,
+under its budget, as in the pipeline. Findings never carry the matched text (see
 ``scan.findings``): the answer of a scan must not become a second copy of the secret.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
 
 from llm_observe.api.keys import AppKeys
 from llm_observe.api.request import Fields, json_object, off_loop
-from llm_observe.scan import Scanner, redact
-from llm_observe.scan.findings import ScanResult
-from llm_observe.scan.messages import RoleScanner
-from llm_observe.scan.roles import UNKNOWN, Segment, role_of
+from llm_observe.scan import redact
+from llm_observe.scan.requests import RequestScanner
+from llm_observe.scan.roles import role_of
 from llm_observe.span import MAX_TEXT_CHARS
 
 MAX_MESSAGES = 100_000
 MAX_ROLE_CHARS = 64
 
 
-def _scan(scanner: Scanner, text: str, want_redacted: bool) -> dict[str, Any]:
-    result = ScanResult(tuple(RoleScanner(scanner).scan(text, None, UNKNOWN)))
+def _scan(scan: RequestScanner, text: str, want_redacted: bool) -> dict[str, Any]:
+    result = scan.text(text)
     body = result.as_dict()
     if want_redacted:
         body["redacted"] = redact(text, result.findings)
     return body
 
 
-def _scan_messages(scanner: Scanner, messages: list[tuple[str, str]],
+def _scan_messages(scan: RequestScanner, messages: list[tuple[str, str]],
                    want_redacted: bool) -> dict[str, Any]:
-    segments: list[Segment] = []
-    at = 0
-    for index, (role, content) in enumerate(messages):
-        segments.append((at, at + len(content), role, index))
-        at += len(content) + 1
-    text = "\n".join(content for _, content in messages)
-    found = RoleScanner(scanner).scan(text, segments, UNKNOWN, "messages")
-    local = []  # offsets into each message's own content
-    for f in found:
-        start = segments[f.message][0] if f.message is not None and f.message >= 0 else 0
-        local.append(replace(f, start=f.start - start, end=f.end - start))
-    result = ScanResult(tuple(local))
+    result = scan.messages(messages)
     body = result.as_dict()
     if want_redacted:
         body["redacted_messages"] = [
-            redact(content, [f for f in local if f.message == index])
+            redact(content, [f for f in result.findings if f.message == index])
             for index, (_, content) in enumerate(messages)]
     return body
 
@@ -102,9 +91,10 @@ async def scan_handler(request: web.Request) -> web.Response:
         fields.fail("text", "give text or messages, not both")
     want_redacted = fields.boolean("redact")
     fields.check()
-    scanner = request.app[AppKeys.collector].scanner
+    collector = request.app[AppKeys.collector]
+    scan = RequestScanner(collector.scanner, collector.guard)
     if messages is not None:
-        return web.json_response(await off_loop(request, _scan_messages, scanner, messages,
+        return web.json_response(await off_loop(request, _scan_messages, scan, messages,
                                                 want_redacted))
     assert text is not None
-    return web.json_response(await off_loop(request, _scan, scanner, text, want_redacted))
+    return web.json_response(await off_loop(request, _scan, scan, text, want_redacted))

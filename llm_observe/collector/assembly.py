@@ -37,6 +37,7 @@ class Collector:
     scanner: Any
     tracker: Any  # ToolChainTracker, or RedisChainTracker with redis_url (shared state)
     embedder: Any = None
+    guard: Any = None  # the encoder stage (processors/guard.py), also read by the scan API
     extra_exporters: list[Exporter] = field(default_factory=list)
 
 
@@ -110,7 +111,7 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     registry.register(PipelineStats(pipeline))
     return Collector(settings=settings, registry=registry, metrics=metrics, pipeline=pipeline,
                      price_table=price_table, cost=cost, scanner=scanner, tracker=tracker,
-                     embedder=embedder, extra_exporters=extra)
+                     embedder=embedder, guard=guard, extra_exporters=extra)
 
 
 def _embedder(settings: Settings) -> Any:

@@ -89,13 +89,17 @@ def load_weights(files: ModelFiles) -> dict[str, Array]:
 
 
 def build(files: ModelFiles, linear: LinearEmitter = fp32_linear,
-          weights: dict[str, Array] | None = None) -> onnx.ModelProto:
-    """Build the sentence-embedding model: packed token ids in, unit 384-d vectors out."""
+          weights: dict[str, Array] | None = None,
+          num_layers: int | None = None) -> onnx.ModelProto:
+    """Build the sentence-embedding model: packed token ids in, unit 384-d vectors out.
+
+    ``num_layers`` keeps only the first layers (the guard tier's cut-down student, whose
+    feed-forward width is read from its weights); default: all of the config's."""
     cfg = files.config()
     w = weights if weights is not None else load_weights(files)
     g = GraphBuilder()
     hidden = _embeddings(g, cfg, w)
-    for i in range(cfg.num_layers):
+    for i in range(cfg.num_layers if num_layers is None else num_layers):
         hidden = _layer(g, cfg, w, hidden, i, linear)
     pooled = g.op("MatMul", ["pool", hidden], "mean_pool")
     norm = g.op("ReduceL2", [pooled], "l2", axes=[1], keepdims=1)

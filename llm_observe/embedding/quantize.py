@@ -131,10 +131,11 @@ class _Recorder:
 
 
 def calibrate(files: ModelFiles, weights: Mapping[str, Array],
-              texts: Sequence[str] = calibration.TEXTS) -> dict[str, Array]:
+              texts: Sequence[str] = calibration.TEXTS,
+              num_layers: int | None = None) -> dict[str, Array]:
     """Per-channel max |activation| at each linear layer's input over ``texts`` (fp32 run)."""
     recorder = _Recorder({})
-    model = graph.build(files, recorder, dict(weights))
+    model = graph.build(files, recorder, dict(weights), num_layers)
     for name, value in recorder.inputs.items():
         # Appended after every existing node, so the graph stays topologically sorted.
         out = f"amax_{name}"
@@ -156,10 +157,13 @@ def calibrate(files: ModelFiles, weights: Mapping[str, Array],
 
 
 def build_int8(files: ModelFiles, weights: Mapping[str, Array] | None = None,
-               levels: int = 127, kinds: frozenset[str] = QUANTIZED_KINDS) -> onnx.ModelProto:
+               levels: int = 127, kinds: frozenset[str] = QUANTIZED_KINDS,
+               num_layers: int | None = None) -> onnx.ModelProto:
     """Calibrate, then build the int8 graph (the fp32 graph's wiring, smoothed int8 linears)
     with weights in +-``levels`` (see cpu.int8_weight_levels); ``kinds`` are the linear
-    layers made int8 (``ffn_out`` has no smoothing factor: per-token range only)."""
+    layers made int8 (``ffn_out`` has no smoothing factor: per-token range only);
+    ``num_layers`` as in graph.build."""
     w = dict(weights) if weights is not None else graph.load_weights(files)
-    factors = smoothing_factors(w, calibrate(files, w), files.config().num_layers)
-    return graph.build(files, SmoothInt8Linear(factors, levels, kinds), w)
+    layers = files.config().num_layers if num_layers is None else num_layers
+    factors = smoothing_factors(w, calibrate(files, w, num_layers=layers), layers)
+    return graph.build(files, SmoothInt8Linear(factors, levels, kinds), w, layers)

@@ -1,14 +1,16 @@
 """The optional encoder tier of injection detection (issue 23; docs/scanning.md).
 
-Fine-tuned all-MiniLM-L6-v2 (top layer + head shipped here, the base weights from the
-``[embeddings]`` extra), int8 on onnxruntime, read only where the cheap tiers' word model
-leaves doubt, under a budget. Needs the ``[guard]`` extra; without it the phrases,
-regexes and word model work as before. Public surface:
+A 2-layer student of all-MiniLM-L6-v2 (its layers + head shipped here, the embedding
+tables from the ``[embeddings]`` extra's base weights), int8 on onnxruntime, read only
+where the cheap tiers' word model leaves doubt, under a budget. Needs the ``[guard]``
+extra; without it the phrases, regexes and word model work as before. Public surface:
 
 - :func:`load_files` / :class:`GuardModel`: the verified weights and the model;
 - :class:`GuardTier` / :class:`GuardConfig`: gate and budget, loading in the background;
 - :func:`guard_processor`: the pipeline stage for a patterns file's ``guard:`` section,
-  or None (disabled, or the extra missing: one log line).
+  or None (disabled, or the extra missing: one log line);
+- :func:`guarded_scanner`: the in-process library's scanner with the tier on
+  (scan/requests.py: ``.text(s)``, ``.messages([(role, content), ...])``).
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ if TYPE_CHECKING:
 
     from llm_observe.processors.guard import GuardProcessor
     from llm_observe.scan.patterns import PatternSet
+    from llm_observe.scan.requests import RequestScanner
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GuardRefused", "GuardUnavailable", "guard_processor", "load_files"]
+__all__ = ["GuardRefused", "GuardUnavailable", "guard_processor", "guarded_scanner",
+           "load_files"]
 
 
 def guard_processor(patterns: PatternSet, registry: CollectorRegistry | None = None,
@@ -58,3 +62,22 @@ def guard_processor(patterns: PatternSet, registry: CollectorRegistry | None = N
     tier = GuardTier(GuardConfig(gate=gate), lambda: GuardModel(files, cache_dir=cache_dir))
     rule = thresholds_from(dict(section.thresholds), files.thresholds())
     return GuardProcessor(tier, shared_model(), rule, max_text_chars, registry)
+
+
+def guarded_scanner(patterns: PatternSet | None = None, wait: float | None = 120.0,
+                    ) -> RequestScanner:
+    """A scanner for in-process use with the encoder tier switched on (whatever the
+    patterns file's ``guard.enabled`` says: calling this is the opt-in), under the same
+    gate and budget as in the collector. Waits up to ``wait`` seconds for the model to
+    load (texts scanned before it is ready keep the cheap verdict). Without the [guard]
+    extra or its files: the cheap tiers only, after one log line."""
+    from dataclasses import replace
+
+    from llm_observe.scan import Scanner, load_patterns
+    from llm_observe.scan.requests import RequestScanner
+
+    patterns = patterns if patterns is not None else load_patterns()
+    stage = guard_processor(replace(patterns, guard=replace(patterns.guard, enabled=True)))
+    if stage is not None and wait is not None:
+        stage.tier.wait(wait)  # type: ignore[attr-defined]
+    return RequestScanner(Scanner(patterns), stage)

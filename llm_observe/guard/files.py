@@ -1,9 +1,10 @@
-"""The encoder tier's shipped files: fine-tuned top layers + head, and their manifest.
+"""The encoder tier's shipped files: the student's layers + head, and their manifest.
 
-``llm_observe/guard/model/`` holds ``guard_top_layers.safetensors`` (the top layer(s) of
-all-MiniLM-L6-v2 after fine-tuning, fp16, under their BERT names, plus ``head.weight`` and
-``head.bias``) and ``guard_model.json`` (its SHA-256, the SHA-256 of the base weights it was
-trained on, the thresholds, the training sources with versions). The rest of the encoder
+``llm_observe/guard/model/`` holds ``guard_encoder.safetensors`` (the first ``layers``
+layers of all-MiniLM-L6-v2 after pruning and fine-tuning, fp16, under their BERT names,
+plus ``head.weight`` and ``head.bias``) and ``guard_model.json`` (its SHA-256, the
+SHA-256 of the base weights it was cut from, ``layers``, the thresholds, the training
+sources with versions). The rest of the encoder -- the token and position embeddings --
 is the base model the ``[embeddings]`` extra installs (llm_observe.embedding.weights).
 
 A weights file whose hash differs from the manifest's is refused (:class:`GuardRefused`,
@@ -25,9 +26,9 @@ from numpy.typing import NDArray
 from llm_observe.errors import PermanentError
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"
-WEIGHTS_FILE = "guard_top_layers.safetensors"
+WEIGHTS_FILE = "guard_encoder.safetensors"
 MANIFEST_FILE = "guard_model.json"
-FORMAT = "llm-observe-guard/1"
+FORMAT = "llm-observe-guard/2"
 
 
 class GuardUnavailable(PermanentError):
@@ -51,6 +52,11 @@ class GuardFiles:
     def head(self) -> tuple[NDArray[np.float32], float]:
         return self.tensors["head.weight"], float(self.tensors["head.bias"][0])
 
+    @property
+    def layers(self) -> int:
+        """How many encoder layers the model has (all shipped in the weights file)."""
+        return int(self.manifest["layers"])
+
     def thresholds(self) -> dict[str, float]:
         return {str(k): float(v) for k, v in self.manifest["thresholds"].items()}
 
@@ -67,7 +73,8 @@ def load_files(directory: Path | None = None) -> GuardFiles:
                                f"{exc.filename}") from exc
     except ValueError as exc:
         raise GuardRefused(f"{manifest_path}: not JSON ({exc})") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    if (not isinstance(manifest, dict) or manifest.get("format") != FORMAT
+            or not isinstance(manifest.get("layers"), int) or manifest["layers"] < 1):
         raise GuardRefused(f"{manifest_path}: not a {FORMAT} manifest")
     digest = hashlib.sha256(blob).hexdigest()
     if digest != manifest.get("sha256"):

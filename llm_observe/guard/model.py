@@ -1,10 +1,12 @@
-"""The encoder: all-MiniLM-L6-v2 with fine-tuned top layer(s) and a logistic head, int8.
+"""The encoder: a 2-layer student of all-MiniLM-L6-v2 and a logistic head, int8.
 
 The graph is the [embeddings] extra's own (llm_observe.embedding.graph, packed tokens,
-mean pool + L2 in the graph) built from the base weights with the shipped top layers laid
-over them, then made int8 by its smoothed per-token quantiser (embedding/quantize.py), the
-FFN output projection included (the embedding graphs keep it fp32; here it measured 0.72x
-the CPU time with the detection figures unchanged: docs/scanning.md, "Cost"). It
+mean pool + L2 in the graph) built from the base model's embeddings and the shipped
+layers (its first ``layers`` layers, feed-forward blocks pruned, fine-tuned: see
+scripts/guard_torch.py), then made int8 by its smoothed per-token quantiser
+(embedding/quantize.py), the FFN output projection included (the embedding graphs keep
+it fp32; for the encoder it measured 0.72x the CPU time with the detection figures
+unchanged: docs/scanning.md, "Cost"). It
 is cached like the embedding graphs, keyed by the base weights' and the delta's hashes.
 The head is one dot product in numpy: ``p = sigmoid(w . embedding + b)``.
 
@@ -33,7 +35,7 @@ log = logging.getLogger(__name__)
 WINDOW = 126  # tokens per window; [CLS] and [SEP] make it 128
 # The graph's build recipe: "ffnq" = the FFN output projection int8 too. In the cache
 # name, so graphs (and scripts/guard_eval.py's cached scores) of another recipe are not reused.
-GRAPH_RECIPE = "int8ffnq"
+GRAPH_RECIPE = "int8ffnq-student"
 CLS, SEP = 101, 102
 
 
@@ -46,23 +48,48 @@ class Scored:
     total_windows: int  # windows the whole text has (more than run: cut by max_windows)
 
 
-def build_graph(files: GuardFiles, base: weights.ModelFiles,
-                ffn_out_int8: bool = True) -> bytes:
-    """The serialised int8 graph: base weights with the shipped layers laid over them.
-
-    ``ffn_out_int8=False`` is the earlier recipe (FFN output in fp32), kept so
-    bench/scan_guard.py can time both in one run."""
+def build_graph(files: GuardFiles, base: weights.ModelFiles) -> bytes:
+    """The serialised int8 graph: the base model's embeddings and the shipped layers."""
     from llm_observe.embedding import graph, quantize
 
-    merged = graph.load_weights(base)
-    for name, value in files.tensors.items():
-        if not name.startswith("head."):
-            if name not in merged or merged[name].shape != value.shape:
-                raise GuardRefused(f"guard model tensor {name} does not fit the base")
-            merged[name] = value
-    kinds = quantize.ALL_KINDS if ffn_out_int8 else quantize.QUANTIZED_KINDS
-    model = quantize.build_int8(base, merged, levels=cpu.int8_weight_levels(), kinds=kinds)
+    merged = overlay(graph.load_weights(base), files)
+    model = quantize.build_int8(base, merged, levels=cpu.int8_weight_levels(),
+                                kinds=quantize.ALL_KINDS, num_layers=files.layers)
     return bytes(model.SerializeToString())
+
+
+# Tensors whose shape follows the (pruned) feed-forward width rather than the base's.
+_FFN = ("intermediate.dense.weight", "intermediate.dense.bias", "output.dense.weight")
+
+
+def overlay(base: dict[str, NDArray[np.float32]],
+            files: GuardFiles) -> dict[str, NDArray[np.float32]]:
+    """The base's embedding tensors and the shipped layers ``0 .. layers-1``; every tensor
+    of those layers must be shipped, in the base's shape (the FFN width may be smaller)."""
+    keep = tuple(f"encoder.layer.{i}." for i in range(files.layers))
+    merged = {k: v for k, v in base.items() if not k.startswith("encoder.layer.")}
+    for name, value in base.items():
+        if not name.startswith(keep):
+            continue
+        mine = files.tensors.get(name)
+        if mine is None or not _fits(name, mine.shape, value.shape):
+            raise GuardRefused(f"guard model tensor {name} missing or does not fit the base")
+        merged[name] = mine
+    extra = set(files.tensors) - set(merged) - {"head.weight", "head.bias"}
+    if extra:
+        raise GuardRefused(f"guard model tensor {sorted(extra)[0]} is not a base tensor")
+    return merged
+
+
+def _fits(name: str, mine: tuple[int, ...], base: tuple[int, ...]) -> bool:
+    """The base's shape, or, for the FFN tensors, at most the base's width on the FFN axis."""
+    if mine == base:
+        return True
+    if not name.endswith(_FFN) or len(mine) != len(base):
+        return False
+    axis = 1 if name.endswith("output.dense.weight") else 0
+    return all(m <= b if i == axis else m == b
+               for i, (m, b) in enumerate(zip(mine, base, strict=True)))
 
 
 class GuardModel:

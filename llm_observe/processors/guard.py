@@ -20,7 +20,7 @@ a span's content.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -31,7 +31,7 @@ from llm_observe.scan.classifier import InjectionModel
 from llm_observe.scan.findings import INJECTION, Finding
 from llm_observe.scan.messages import runs
 from llm_observe.scan.normalize import fold
-from llm_observe.scan.roles import TOOL, UNKNOWN, untrusted
+from llm_observe.scan.roles import TOOL, UNKNOWN, Segment, untrusted
 from llm_observe.span import LlmSpan
 
 if TYPE_CHECKING:
@@ -98,8 +98,18 @@ class GuardProcessor:
                 span.injection_attempt = True
 
     def _judge(self, span: LlmSpan) -> Finding | None:
-        text = (span.prompt_text or "")[:self.max_text_chars]
         segments = span.text_roles.get("prompt") if span.text_roles else None
+        return self.judge_text(span.prompt_text or "", segments)
+
+    def judge_text(self, text: str, segments: Sequence[Segment] | None = None,
+                   location: str = "prompt") -> Finding | None:
+        """The encoder's finding on the first untrusted part of ``text`` it flags, or None.
+
+        ``segments`` are the parts' roles (scan/roles.py); without them the whole text is
+        one part of unknown (untrusted) role. Also used by ``POST /v1/pii-injection/scan``
+        and :class:`llm_observe.guard.GuardScanner` on texts the cheap tiers passed.
+        Thread-safe (the tier locks); never raises for a text."""
+        text = text[:self.max_text_chars]
         parts = runs(text, segments, UNKNOWN) if segments else [(0, len(text), UNKNOWN, -1, ())]
         for start, end, role, index, _ in parts:
             if not untrusted(role):
@@ -108,7 +118,7 @@ class GuardProcessor:
             score = self.tier.judge(part, self.word.probability(fold(part).text))
             if score is not None and score >= self.rule.threshold(role):
                 self.tier.stats.flagged += 1
-                return Finding(INJECTION, "injection_encoder", start, end, "high", "prompt",
+                return Finding(INJECTION, "injection_encoder", start, end, "high", location,
                                "encoder", round(score, 4), role, index)
         return None
 

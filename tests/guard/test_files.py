@@ -8,6 +8,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from llm_observe.guard import files as guard_files
@@ -88,3 +89,35 @@ def test_off_in_the_shipped_file_and_on_when_enabled() -> None:
     stage = guard_processor(enabled())
     assert stage is not None and stage.name == "guard"
     assert stage.tier.wait(60)  # type: ignore[attr-defined]
+
+
+def _student(files: guard_files.GuardFiles, drop: str = "", reshape: str = "",
+             ) -> guard_files.GuardFiles:
+    tensors = {k: v for k, v in files.tensors.items() if k != drop}
+    if reshape:
+        tensors[reshape] = np.zeros((tensors[reshape].shape[0] + 1,), np.float32)
+    return replace(files, tensors=tensors)
+
+
+def test_shipped_layers_fit_the_base_and_drop_the_rest() -> None:
+    from llm_observe.embedding import graph, weights
+    from llm_observe.guard.model import overlay
+
+    files = load_files()
+    merged = overlay(graph.load_weights(weights.locate()), files)
+    layers = {int(k.split(".")[2]) for k in merged if k.startswith("encoder.layer.")}
+    assert layers == set(range(files.layers)) and files.layers < 6
+    assert merged["encoder.layer.0.intermediate.dense.weight"].shape[0] < 1536  # pruned
+
+
+@pytest.mark.parametrize("change", [
+    {"drop": "encoder.layer.1.output.LayerNorm.bias"},          # a layer shipped in part
+    {"reshape": "encoder.layer.0.attention.self.query.bias"},   # a tensor of another shape
+])
+def test_a_student_that_does_not_fit_the_base_is_refused(change: dict[str, str]) -> None:
+    from llm_observe.embedding import graph, weights
+    from llm_observe.guard.model import overlay
+
+    with pytest.raises(GuardRefused) as err:
+        overlay(graph.load_weights(weights.locate()), _student(load_files(), **change))
+    assert "\n" not in str(err.value) and "does not fit" in str(err.value)
