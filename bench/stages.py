@@ -74,7 +74,7 @@ def stages(n_requests: int) -> tuple[int, list[tuple[str, Callable[[], Any]]]]:
     out: list[tuple[str, Callable[[], Any]]] = [("decode", decode), ("walk + map", walk_map)]
     out += [(p.name, processor(p)) for p in chain.processors]
     out += [
-        ("forwarder re-encode", lambda: [encoder.items(b, w) for b, w in
+        ("forwarder re-encode", lambda: [encoder.items(b, w, in_place=True) for b, w in
                                          zip(state["batches"], state["walked"], strict=True)]),
         ("metrics record", lambda: [collector.metrics.record(b) for b in state["batches"]]),
         ("scan: fold", folded),
