@@ -126,13 +126,10 @@ class Encoder:
 
     def _enrich_copy(self, copy: Any, batch: Sequence[LlmSpan], origin: Walked) -> None:
         """Enrichment and text policy on a copy of the received request (others too)."""
-        resource_spans = copy.resource_spans
-        for span in batch:
-            if span.position is not None:
-                r, s, i = span.position
-                self._enrich(resource_spans[r].scope_spans[s].spans[i], span)
+        for message, span in inplace.messages(copy, batch):
+            self._enrich(message, span)
         if origin.texts or origin.marked:  # agent, tool and chain spans' texts and marks
-            enrich_others(resource_spans, origin.texts, origin.marked, self.redact_pii)
+            enrich_others(copy.resource_spans, origin.texts, origin.marked, self.redact_pii)
         if self.drop_texts:  # before any span is deleted: positions still hold
             policy.drop_other_texts(copy, {span.position for span in batch if span.position})
 

@@ -20,7 +20,7 @@ it in place, an earlier one on a copy (``Encoder.items``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final
 
 from llm_observe.otlp import policy
@@ -53,13 +53,7 @@ def shape(batch: Sequence[LlmSpan], origin: Walked, text: str,
     if done == rank:
         return
     first, redact, drop = done < 0, rank == 1, rank == 2
-    resource_spans = origin.request.resource_spans
-    for span in batch:
-        position = span.position
-        if position is None:
-            continue
-        r, s, i = position
-        message = resource_spans[r].scope_spans[s].spans[i]
+    for message, span in messages(origin.request, batch):
         if first:
             enrich(message, span)
         if redact:
@@ -68,3 +62,20 @@ def shape(batch: Sequence[LlmSpan], origin: Walked, text: str,
         elif drop:
             policy.drop_texts(message)
     origin.shaped = rank
+
+
+def messages(request: Any, batch: Sequence[LlmSpan]) -> Iterator[tuple[Any, LlmSpan]]:
+    """(wire span, LLM span) of each span of ``batch`` that has a position in ``request``.
+    The spans of one resource + scope follow each other: their ``spans`` container is
+    looked up once, not three levels deep a span (~7k instructions a span)."""
+    resource_spans = request.resource_spans
+    at_r = at_s = -1
+    container: Any = None
+    for span in batch:
+        position = span.position
+        if position is None:
+            continue
+        r, s, i = position
+        if r != at_r or s != at_s:
+            container, at_r, at_s = resource_spans[r].scope_spans[s].spans, r, s
+        yield container[i], span
