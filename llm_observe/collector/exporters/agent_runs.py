@@ -134,7 +134,8 @@ class AgentRunExporter:
                  for s in batch if s.duplicate_of is None and s.parent_span_id]
         request = getattr(origin, "request", None)
         # the links of spans that are no call (a chain between calls and their agent); a
-        # request of LLM calls only has none beyond the calls' own
+        # request of LLM calls only has none beyond the calls' own (and may have been
+        # rewritten in place by the forwarder: otlp/inplace.py)
         chain = (links(request) if origin is not None and request is not None and origin.n_other
                  else [])
         # a wrapper LLM span (not counted: one call, one count) links its call to the run
