@@ -106,6 +106,8 @@ class Encoder:
             request = origin.request
             if removes and not last:  # the next destination needs the positions
                 request = _copy(request)
+            elif removes:  # positions no longer hold: no destination may follow
+                origin.shaped = inplace.SPENT
         else:
             request = _copy(origin.request)
             self._enrich_copy(request, batch, origin)

@@ -118,3 +118,10 @@ def test_a_destination_encoded_out_of_text_order_is_refused() -> None:
     Encoder(text="redacted").items(walked.llm, walked, in_place=True, last=False)
     with pytest.raises(OutOfOrder):
         Encoder(text="full").items(walked.llm, walked, in_place=True)
+
+
+def test_no_destination_may_follow_the_last_once_it_left_spans_out() -> None:
+    walked = received()  # chat 2 is rejected: the last encoding deletes it in place
+    Encoder(text="none").items(walked.llm, walked, in_place=True, last=True)
+    with pytest.raises(OutOfOrder):
+        Encoder(text="none").items(walked.llm, walked, in_place=True)
