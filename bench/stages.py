@@ -43,7 +43,7 @@ def stages(n_requests: int) -> tuple[int, list[tuple[str, Callable[[], Any]]]]:
     from llm_observe.otlp.encode import Encoder
     from llm_observe.otlp.walk import decode_request, walk
     from llm_observe.pipeline import Batch
-    from llm_observe.scan.normalize import fold
+    from llm_observe.scan.normalize import fold, same_offsets
 
     collector = build_collector(Settings(), CollectorRegistry())
     chain, scanner = collector.pipeline.chain, collector.scanner
@@ -67,18 +67,18 @@ def stages(n_requests: int) -> tuple[int, list[tuple[str, Callable[[], Any]]]]:
                                                                  s.completion_text) if t]
 
     def folded() -> None:
-        state["folded"] = [fold(t).text for t in texts()]
+        state["folded"] = [same_offsets(t) or fold(t).text for t in texts()]
 
     automaton = scanner._automaton
     model = scanner.model
     out: list[tuple[str, Callable[[], Any]]] = [("decode", decode), ("walk + map", walk_map)]
     out += [(p.name, processor(p)) for p in chain.processors]
     out += [
-        ("forwarder re-encode", lambda: [encoder.items(b, w) for b, w in
+        ("forwarder re-encode", lambda: [encoder.items(b, w, in_place=True) for b, w in
                                          zip(state["batches"], state["walked"], strict=True)]),
         ("metrics record", lambda: [collector.metrics.record(b) for b in state["batches"]]),
         ("scan: fold", folded),
-        ("scan: phrase automaton", lambda: [list(automaton.iter(t)) for t in state["folded"]]),
+        ("scan: phrase automaton", lambda: [automaton.find(t) for t in state["folded"]]),
         ("scan: digit gate", lambda: [scanner._digit_gate_bits(t) for t in texts()]),
         ("scan: word model (prompts)", lambda: [model.detect(t) for t in state["folded"][::2]]),
     ]

@@ -1,9 +1,10 @@
 """A destination's choice of what leaves: its text policy and its span filter, applied by
-the encoder (:mod:`otlp.encode`) to the copy it sends, never to what was received.
+the encoder (:mod:`otlp.encode`) to what it sends: the received request itself, rewritten
+in place in text order (:mod:`otlp.inplace`), or a copy.
 
 Text policies: ``redacted`` (PII and unscanned text replaced: :mod:`otlp.redact`),
-``full`` (the texts as received: the copy is made from the received request, which is
-never redacted in place, so nothing is kept longer than the batch), ``none`` (every
+``full`` (the texts as received: encoded before any redaction, so nothing is kept longer
+than the batch), ``none`` (every
 text-bearing key the reader knows, of every span, removed: attributes, and the content
 attributes of content events; no text is parsed, so it costs less than redacting).
 Span filters: ``all``, ``llm`` (LLM spans only: agent, tool and other spans of the request

@@ -2,10 +2,10 @@
 
 The LLM spans become :class:`LlmSpan`s whose ``position`` is their (resource, scope,
 span) index in the request. The sorted request (:class:`Walked`) is the origin of the
-pipeline batch: read-only from here on. The forwarder copies the request, applies the
-enrichment of each LLM span at its position, leaves the rejected spans out and sends
-the copy on in one serialization: the spans go to Tempo as received, plus our
-attributes.
+pipeline batch: read-only for the processors. The forwarder applies the enrichment of
+each LLM span at its position (on the request itself when it holds LLM spans only,
+:mod:`otlp.inplace`; on a copy otherwise), leaves the rejected spans out and sends it on
+in one serialization: the spans go to Tempo as received, plus our attributes.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ Position = tuple[int, int, int]  # (resource_spans, scope_spans, spans) indexes
 class Walked:
     """A request sorted: LLM spans, how many others, rejections (and where they sit).
 
-    The origin of a pipeline :class:`~llm_observe.pipeline.Batch`: nobody mutates
-    ``request`` after the walk.
+    The origin of a pipeline :class:`~llm_observe.pipeline.Batch`: no processor mutates
+    ``request``; the forwarder may rewrite it in place (:mod:`otlp.inplace`), ``shaped``
+    saying how far it went.
     """
 
     request: Any
@@ -60,6 +61,7 @@ class Walked:
     agents: list[AgentOp] = field(default_factory=list)  # agent/tool/workflow/MCP spans
     texts: list[OtherText] = field(default_factory=list)  # non-LLM spans' texts (scanned)
     marked: list[Position] = field(default_factory=list)  # agents that took flagged output
+    shaped: int = -1  # the forwarder's in-place rewrite: -1 none, else otlp.inplace.RANK
 
     @property
     def text_chars(self) -> int:

@@ -84,7 +84,9 @@ class Exporter(Protocol):
     - ``export(batch)`` runs on the collector's event loop and must not block it:
       a slow backend sits behind the exporter's own bounded queue. It may keep
       references to the spans and the batch's origin but must not mutate either:
-      every exporter sees the batch as the processors left it.
+      every exporter sees the batch as the processors left it. The one exception is the
+      OTLP forwarder (the first exporter), which rewrites the request of an origin holding
+      LLM spans only in place (``otlp/inplace.py``): no exporter reads that request later.
     - ``has_room(n)`` says whether ``n`` more spans fit right now; the pipeline
       asks every exporter before processing a batch and answers the sender with
       backpressure (RESOURCE_EXHAUSTED / 503) instead of dropping.

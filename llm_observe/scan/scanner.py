@@ -27,7 +27,7 @@ from operator import or_
 from llm_observe.scan import trie
 from llm_observe.scan.classifier import InjectionModel, shared_model
 from llm_observe.scan.findings import INJECTION, Finding, FindingType, ScanResult
-from llm_observe.scan.normalize import fold
+from llm_observe.scan.normalize import fold, same_offsets, same_span
 from llm_observe.scan.patterns import PatternEntry, PatternSet
 from llm_observe.scan.prefilter import Anchor, anchors, finditer, required_literals
 from llm_observe.scan.quoted import unquoted
@@ -87,8 +87,8 @@ class _Regex:
     anchors: tuple[Anchor, ...] = ()
 
 
-# Automaton value: (phrase length, phrase entry index or -1, trigger bit mask,
-# check left boundary, check right boundary, apply the negation guard).
+# Trie value: (phrase length, phrase entry index or -1, trigger bit mask, check left
+# boundary, check right boundary, apply the negation guard).
 _Value = tuple[int, int, int, bool, bool, bool]
 
 
@@ -190,17 +190,20 @@ class Scanner:
         negated: list[tuple[int, int]] = []  # folded spans of phrases after a negation
         automaton = self._automaton if injection else self._pii_automaton
         if automaton is not None:
-            folded = fold(text)
-            norm = folded.text
+            norm = same_offsets(text) or ""  # the common case: the text's own offsets
+            to_original: Callable[[int, int], tuple[int, int]] = same_span
+            if not norm:
+                folded = fold(text)
+                norm, to_original = folded.text, folded.span
             last = len(norm) - 1
             spans: list[tuple[int, int, int]] = []
-            value: _Value
-            for end, value in automaton.iter(norm):
-                length, index, mask, left, right, guard = value
+            values = automaton.values
+            for key, start, stop in automaton.find(norm):
+                _, index, mask, left, right, guard = values[key]
                 triggered |= mask
                 if index < 0:
                     continue
-                start = end - length + 1
+                end = stop - 1
                 if (left and start > 0 and _is_word(norm[start - 1])) or \
                         (right and end < last and _continues_word(norm, end + 1)):
                     continue
@@ -210,7 +213,7 @@ class Scanner:
                     continue
                 spans.append((start, end + 1, index))
             if spans:
-                findings = unquoted(text, self._phrase_findings(spans, folded.span, field))
+                findings = unquoted(text, self._phrase_findings(spans, to_original, field))
         # Injection regexes are the fallback for forms the phrases miss: one already
         # covered by a phrase finding would report the same occurrence twice.
         covered = [(f.start, f.end) for f in findings if f.type == INJECTION]

@@ -35,6 +35,7 @@ class HttpSink:
     close_next: int = 0  # the next N calls: headers and part of a body, then closed
     calls: int = 0
     span_ids: list[int] = field(default_factory=list)
+    requests: list[ExportTraceServiceRequest] = field(default_factory=list)  # as taken
     headers: list[dict[str, str]] = field(default_factory=list)
     _runner: Any = None
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
@@ -104,6 +105,7 @@ class HttpSink:
         except Exception:
             return web.json_response({"error": "Failed to parse OTel Protobuf Trace"},
                                      status=400)
+        self.requests.append(decoded)
         self.span_ids.extend(int.from_bytes(s.span_id, "big") for rs in decoded.resource_spans
                              for ss in rs.scope_spans for s in ss.spans)
         self._arrived.set()

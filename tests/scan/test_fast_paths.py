@@ -20,6 +20,7 @@ from llm_observe.scan import Finding, Scanner, load_patterns
 from llm_observe.scan.messages import _placed
 from llm_observe.scan.normalize import fold
 from llm_observe.scan.scanner import _DIGIT_RUN, _NOT_DIGITS
+from llm_observe.scan.trie import Trie
 from tests.scan.prose import generate_prose
 
 SCANNER = Scanner(load_patterns())
@@ -70,14 +71,16 @@ def test_digit_gate_opens_exactly_the_gates_of_the_longest_run(text: str) -> Non
 def test_trie_order_finds_the_same_matches() -> None:
     # The automaton as built before the frequency order: keys in the scanner's own order.
     plain = ahocorasick.Automaton()
-    automaton = SCANNER._automaton
-    assert automaton is not None
-    for key, value in automaton.items():
-        plain.add_word(key, value)
+    trie = SCANNER._automaton
+    assert trie is not None
+    for i, key in enumerate(trie.keys):
+        plain.add_word(key, i)
     plain.make_automaton()
+    ordered = Trie(list(zip(trie.keys, trie.values, strict=True)), fast=False)
     for text in corpus():
         norm = fold(text).text
-        assert sorted(automaton.iter(norm)) == sorted(plain.iter(norm)), text
+        assert sorted(ordered.find(norm)) == sorted(
+            (i, end - len(trie.keys[i]) + 1, end + 1) for end, i in plain.iter(norm)), text
 
 
 def test_placed_is_replace() -> None:

@@ -135,7 +135,8 @@ class AgentRunExporter:
         # takes the inner span of a wrapper pair whatever their arrival order (agents.runs)
         request = getattr(origin, "request", None)
         # the links of spans that are no call (a chain between calls and their agent); a
-        # request of LLM calls only has none beyond the calls' own
+        # request of LLM calls only has none beyond the calls' own (and may have been
+        # rewritten in place by the forwarder: otlp/inplace.py)
         chain = (links(request) if origin is not None and request is not None and origin.n_other
                  else [])
         # a root wrapper (in no run) still links its call's ancestry

@@ -1,6 +1,8 @@
 """Several destinations as one exporter: each batch to every destination's forwarder,
 encoded once per (text policy, span filter), each forwarder with its own queue, spool and
-workers.
+workers. The encodings run one after the other in text order — ``full``, then
+``redacted``, then ``none`` — because the encoder rewrites the received request in place
+and texts only go that way (:mod:`otlp.inplace`).
 
 The rule that keeps a slow or dead destination from stalling the others
 (docs/forwarding.md, "When a destination is full"): the doors are told to back off only
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 
 from llm_observe.collector.exporters.otlp_forwarder.forwarder import OtlpForwarder
 from llm_observe.otlp.encode import Item
+from llm_observe.otlp.inplace import RANK
 from llm_observe.pipeline import Backpressure, Batch
 from llm_observe.span import LlmSpan
 
@@ -35,10 +38,10 @@ class Fanout:
     def __init__(self, forwarders: Sequence[OtlpForwarder]) -> None:
         self.forwarders = list(forwarders)
         # forwarders whose encoders make the same bytes share one encoding of a batch
-        self._groups: dict[tuple[bool, bool, str], list[OtlpForwarder]] = {}
-        for f in self.forwarders:
+        self._groups: dict[tuple[int, str], list[OtlpForwarder]] = {}
+        for f in sorted(self.forwarders, key=lambda f: RANK[f.encoder.text]):
             e = f.encoder
-            self._groups.setdefault((e.redact_pii, e.drop_texts, e.spans), []).append(f)
+            self._groups.setdefault((RANK[e.text], e.spans), []).append(f)
 
     def has_room(self, n: int) -> bool:
         return any(f.has_room(n) for f in self.forwarders)
@@ -54,7 +57,8 @@ class Fanout:
             raise Backpressure(self.name)
         groups = [[f for f in group if f in taking] for group in self._groups.values()]
         groups = [group for group in groups if group]
-        made = await asyncio.gather(*(group[0].encode(batch) for group in groups))
+        made = [await group[0].encode(batch, last=k == len(groups) - 1)
+                for k, group in enumerate(groups)]  # in text order: one request, in place
         encoded: dict[int, list[Item]] = {id(f): items for group, items in zip(
             groups, made, strict=True) for f in group}
         results = await asyncio.gather(*(f.deliver(encoded[id(f)]) for f in taking),

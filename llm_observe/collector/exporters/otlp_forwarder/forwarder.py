@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from llm_observe.collector.exporters.otlp_forwarder.grpc_transport import GrpcTransport
@@ -102,14 +103,16 @@ class OtlpForwarder:
         write-ahead mode, return once they are on disk (Backpressure if they cannot be)."""
         await self.deliver(await self.encode(batch))
 
-    async def encode(self, batch: Sequence[LlmSpan]) -> list[Item]:
-        """The batch as this destination's encoder makes it (text policy, span filter)."""
+    async def encode(self, batch: Sequence[LlmSpan], last: bool = True) -> list[Item]:
+        """The batch as this destination's encoder makes it (text policy, span filter),
+        enriching the received request in place where it may (:mod:`otlp.inplace`;
+        ``last``: no other destination encodes the batch after this one)."""
         origin = batch.origin if isinstance(batch, Batch) else None
         received = origin if isinstance(origin, Walked) else None
-        if is_large(batch):  # copying and re-encoding a big request would hold the loop
-            return await asyncio.get_running_loop().run_in_executor(
-                cpu_executor(), self.encoder.items, batch, received)
-        return self.encoder.items(batch, received)
+        encode = partial(self.encoder.items, batch, received, in_place=True, last=last)
+        if is_large(batch):  # re-encoding a big request would hold the loop
+            return await asyncio.get_running_loop().run_in_executor(cpu_executor(), encode)
+        return encode()
 
     async def deliver(self, items: list[Item]) -> None:
         """Queue (or, write-ahead, commit) encoded items; see :meth:`export`."""
