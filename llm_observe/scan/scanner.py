@@ -12,8 +12,7 @@ characters, so the automaton also holds the literals each regex cannot match wit
 (scan/prefilter.py): in an ASCII text, a regex runs only if each of its clauses met one,
 and then only at the offsets near its anchor literal, not at every offset.
 
-The learned tier (scan/classifier.py) then scores the same folded text, unless the
-caller only needs the verdict and a phrase or regex has already given it.
+The word model (scan/classifier.py) then scores the folded text, unless the verdict is in.
 """
 
 from __future__ import annotations
