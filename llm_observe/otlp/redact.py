@@ -25,7 +25,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_observe.otlp import texts
+from llm_observe.otlp.textjson import is_binary
 from llm_observe.otlp.texts import COMPLETION, PROMPT, Layout, Which
+from llm_observe.otlp.wire import decode_value, encode_value
 from llm_observe.scan import PII, Finding, redact
 
 REDACTED = "[REDACTED:PII]"  # PII is known to be in a text, but not where
@@ -60,19 +62,27 @@ def redact_span(message: Any, span: Any) -> None:
     pii = [f for f in span.findings if getattr(f, "type", None) == PII]
     failed = SCAN_STAGE in span.errors
     scanned = scanned_chars(span)
-    sides = texts.both_sides(message.attributes)
+    attrs, events = message.attributes, message.events  # each access builds a wrapper
+    sides = texts.both_sides(attrs)
     for which, text in zip(SIDES, (span.prompt_text, span.completion_text), strict=True):
-        lay = texts.layout(message, sides[which], with_paths=True)
-        if not lay.sources:
+        piece = _plain_piece(message, attrs, events, sides[which])
+        lay = None if piece is not None else texts.layout(message, sides[which],
+                                                          with_paths=True)
+        if lay is not None and not lay.sources:
             continue
         whole = None
         if failed:
             whole = UNSCANNED
         elif span.pii_detected and not pii:
             whole = REDACTED  # flagged by the sender: somewhere, we cannot say where
-        elif lay.length != len(text or ""):
+        elif (len(piece) if lay is None else lay.length) != len(text or ""):
             whole = REDACTED if span.pii_detected else UNSCANNED  # not the text scanned
-        _rewrite(message, lay, _side(pii, which), scanned.get(which), whole)
+        findings = [f for f in pii if getattr(f, "field", None) == which] if pii else []
+        if lay is None:
+            _rewrite_plain(attrs, sides[which].plain_key, piece, findings,
+                           scanned.get(which), whole)
+        else:
+            _rewrite(message, lay, sorted(findings, key=_at), scanned.get(which), whole)
 
 
 def redact_texts(message: Any, findings: Sequence[Any],
@@ -91,8 +101,48 @@ def redact_texts(message: Any, findings: Sequence[Any],
 
 
 def _side(findings: list[Any], which: Which) -> list[Any]:
-    return sorted((f for f in findings if getattr(f, "field", None) == which),
-                  key=lambda f: (f.start, f.end))
+    return sorted((f for f in findings if getattr(f, "field", None) == which), key=_at)
+
+
+def _at(finding: Any) -> tuple[int, int]:
+    return finding.start, finding.end
+
+
+def _plain_piece(message: Any, attrs: Any, events: Any, found_in: texts.Candidates) -> Any:
+    """The side's whole text when it is one plain-string key and no content event (ours,
+    OpenLIT's: the common case), else None. Its layout would be that one piece at offset
+    0, so :func:`_rewrite_plain` can skip building it (sources, offsets, paths)."""
+    key = found_in.plain_key
+    if key is None:
+        return None
+    if events and texts.content_events(message, events)[found_in.which]:
+        return None
+    value = decode_value(attrs[key])
+    if type(value) is not str or not value or is_binary(value):
+        return None  # no piece, or one read otherwise (lenient UTF-8, a number ...)
+    return value
+
+
+def _rewrite_plain(attrs: Any, key: Any, piece: str, findings: list[Any],
+                   extent: int | None, whole: str | None) -> None:
+    """:func:`_rewrite` of a layout that is the single piece ``piece`` of ``key``
+    (``findings``: the side's, in any order): the same text written back
+    (tests/otlp/test_redact_fast.py compares the two)."""
+    if whole is not None:
+        new = whole
+    elif extent is None or len(piece) <= extent:
+        if not findings:
+            new = piece
+        elif all(f.start >= 0 and f.end <= len(piece) for f in findings):
+            new = redact(piece, findings)  # nothing to clip: what _apply would pass it
+        else:
+            new = _apply(piece, sorted(findings, key=_at), 0, len(piece))
+    else:
+        keep = min(len(piece), extent - MARGIN)
+        new = UNSCANNED if keep <= 0 else _apply(piece, sorted(findings, key=_at), 0,
+                                                 keep) + UNSCANNED
+    if new != piece or whole is not None:
+        attrs[key] = encode_value(new)
 
 
 def _rewrite(message: Any, lay: Layout, findings: list[Any], extent: int | None,
