@@ -137,13 +137,7 @@ def evaluate(rows: list[dict[str, object]], sc: dict[str, np.ndarray],
     kind = np.array([r["kind"] for r in rows])
     role = np.array([r["role"] for r in rows])
     bands = np.array([band(len(str(r["text"]))) for r in rows])
-    real = kind == "realistic_benign"
-    groups = {"direct attacks": kind == "attack", "indirect attacks": kind == "indirect_attack",
-              "realistic benign user": real & (role == "user"),
-              "realistic benign tool": real & (role == "tool"),
-              "realistic benign system (as unknown)": real & (role == "system"),
-              "older benign sets (user)": np.isin(kind, ["benign", "hard_benign",
-                                                         "harmful_request", "prose"])}
+    groups = guard_data.groups(kind, role)
     for g, m in groups.items():
         cells = {}
         for b in BANDS:

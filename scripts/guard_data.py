@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -30,6 +33,18 @@ _INDIRECT = ("garak/latentinjection", "agentdojo/", "attacks/own_planted")
 
 def indirect(family: str) -> bool:
     return family.startswith(_INDIRECT)
+
+
+def groups(kind: Any, role: Any) -> dict[str, Any]:
+    """The evaluation groups of the validation rows, as boolean masks over numpy arrays of
+    the rows' ``kind`` and ``role`` (system text is judged as unknown, i.e. user, text)."""
+    real = kind == "realistic_benign"
+    return {"direct attacks": kind == "attack", "indirect attacks": kind == "indirect_attack",
+            "realistic benign user": real & (role == "user"),
+            "realistic benign tool": real & (role == "tool"),
+            "realistic benign system (read as unknown)": real & (role == "system"),
+            "older benign sets (user)": np.isin(kind, ["benign", "hard_benign",
+                                                       "harmful_request", "prose"])}
 
 
 def wheels(cache: Path = CACHE) -> dict[str, Path]:

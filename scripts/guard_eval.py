@@ -238,13 +238,7 @@ def full_system(sc: dict[str, np.ndarray], thresholds: dict[str, dict[str, float
     cheap = pr | (word >= t_w)
     flagged = cheap | ((word >= gate) & (tuned >= t_e))
     bands = np.array([band(n) for n in length])
-    real = kind == "realistic_benign"
-    groups = {"direct attacks": kind == "attack", "indirect attacks": kind == "indirect_attack",
-              "realistic benign user": real & (role == "user"),
-              "realistic benign tool": real & (role == "tool"),
-              "realistic benign system (read as unknown)": real & (role == "system"),
-              "older benign sets (user)": np.isin(kind, ["benign", "hard_benign",
-                                                         "harmful_request", "prose"])}
+    groups = guard_data.groups(kind, role)
     table: dict[str, dict[str, list[int]]] = defaultdict(dict)
     for g, m in groups.items():
         for b in ("<300", "300-800", ">800", "all"):

@@ -6,12 +6,10 @@ counted, never raising."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 from llm_observe.agents.dedup import DedupProcessor
 from llm_observe.agents.dedupstore import SharedWrapperMemory
@@ -26,18 +24,6 @@ pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not insta
 PAIRS = [f"openai_agents_{p}_{api}_with_client" for p in ("openinference", "openllmetry")
          for api in ("chat", "responses")
          if (p, api) != ("openllmetry", "responses")]
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as url:
-        yield url
-
-
-@pytest.fixture
-def url(redis_url: str) -> str:
-    redis.Redis.from_url(redis_url).flushdb()
-    return redis_url
 
 
 def llm(trace: str, span: str, parent: str) -> LlmSpan:

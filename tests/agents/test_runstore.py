@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +24,6 @@ from tests.redisd import REDIS, free_port, redis_server
 
 pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
 CAPTURED = sorted(p.stem for p in DATA.glob("*.pb"))
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as url:
-        yield url
-
-
-@pytest.fixture
-def url(redis_url: str) -> str:
-    redis.Redis.from_url(redis_url).flushdb()
-    return redis_url
 
 
 class Worker(Run):

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import glob
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
     OTLPSpanExporter as HttpSpanExporter,
 )
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -23,6 +25,18 @@ from tests.redisd import REDIS, redis_server
 
 pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
 RUNS = 12
+
+
+def send_each_alone(http_port: int, spans: Sequence[ReadableSpan]) -> None:
+    """Each span as its own OTLP/HTTP request on a new connection (so they land on both
+    workers)."""
+    for span in spans:
+        exporter = HttpSpanExporter(endpoint=f"http://127.0.0.1:{http_port}/v1/traces",
+                                    timeout=10)
+        try:
+            assert exporter.export([span]) is SpanExportResult.SUCCESS
+        finally:
+            exporter.shutdown()
 
 
 def accepted(mp: Path, pid: int) -> float:
@@ -39,13 +53,7 @@ def test_runs_spread_over_two_workers_are_each_recorded_once_whole(tmp_path: Pat
         try:
             pids = workers_of(served.proc.pid)
             for _ in range(RUNS):
-                for span in record_spans(nested):  # one span a request, a new connection
-                    exporter = HttpSpanExporter(
-                        endpoint=f"http://127.0.0.1:{p['http']}/v1/traces", timeout=10)
-                    try:
-                        assert exporter.export([span]) is SpanExportResult.SUCCESS
-                    finally:
-                        exporter.shutdown()
+                send_each_alone(p["http"], record_spans(nested))
             key = ("llm_agent_run_cost_usd_micro_count", (("gen_ai_agent_name", "billing"),))
             wait_for(lambda: scrape(p["metrics"]).get(key) == RUNS, timeout=30)
             got = scrape(p["metrics"])

@@ -8,15 +8,11 @@ import signal
 from pathlib import Path
 
 import pytest
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-    OTLPSpanExporter as HttpSpanExporter,
-)
-from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import Tracer, set_span_in_context
 
 from tests.cli.test_serve import start
 from tests.cli.test_supervisor import ports, scrape, wait_for, workers_of
-from tests.cli.test_supervisor_agents import accepted
+from tests.cli.test_supervisor_agents import accepted, send_each_alone
 from tests.receiver.conftest import record_spans
 from tests.redisd import REDIS, redis_server
 
@@ -46,14 +42,8 @@ def counted_over_two_workers(tmp_path: Path, redis_url: str | None) -> dict[str,
     served = start("--workers", "2", environ=environ)
     try:
         pids = workers_of(served.proc.pid)
-        for _ in range(PAIRS):
-            for span in record_spans(wrapper_pair):  # the inner span ends, and is sent, first
-                exporter = HttpSpanExporter(
-                    endpoint=f"http://127.0.0.1:{p['http']}/v1/traces", timeout=10)
-                try:
-                    assert exporter.export([span]) is SpanExportResult.SUCCESS
-                finally:
-                    exporter.shutdown()
+        for _ in range(PAIRS):  # the inner span ends, and is sent, first
+            send_each_alone(p["http"], record_spans(wrapper_pair))
         # every LLM span is counted or a duplicate (the dedup family lags up to 1 s)
         wait_for(lambda: total(scrape(p["metrics"]), "llm_spans_total", "llm_observe_dedup_"
                                "duplicates_total") == 2 * PAIRS, timeout=30)
