@@ -50,6 +50,7 @@ def guard_processor(patterns: PatternSet, registry: CollectorRegistry | None = N
         import tokenizers  # noqa: F401
 
         from llm_observe.guard.model import GuardModel
+        from llm_observe.guard.stack import from_manifest
         from llm_observe.guard.tier import GuardConfig, GuardTier
         from llm_observe.processors.guard import GuardProcessor, thresholds_from
         from llm_observe.scan.classifier import shared_model
@@ -59,9 +60,12 @@ def guard_processor(patterns: PatternSet, registry: CollectorRegistry | None = N
                     if isinstance(exc, ImportError) else "injection guard tier off: %s", exc)
         return None
     gate = section.gate if section.gate is not None else float(files.manifest.get("gate", 0.05))
-    tier = GuardTier(GuardConfig(gate=gate), lambda: GuardModel(files, cache_dir=cache_dir))
-    rule = thresholds_from(dict(section.thresholds), files.thresholds())
-    return GuardProcessor(tier, shared_model(), rule, max_text_chars, registry)
+    tier = GuardTier(GuardConfig(gate=gate), lambda: GuardModel(files, cache_dir=cache_dir),
+                     eager=section.spans)  # scan requests only: load on the first one
+    stack = from_manifest(files.manifest)  # its thresholds are the stacked probability's
+    shipped = dict(stack.thresholds) if stack is not None else files.thresholds()
+    rule = thresholds_from(dict(section.thresholds), shipped)
+    return GuardProcessor(tier, shared_model(), rule, max_text_chars, registry, stack)
 
 
 def guarded_scanner(patterns: PatternSet | None = None, wait: float | None = 120.0,
