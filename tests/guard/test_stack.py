@@ -1,5 +1,5 @@
-"""The stacked verdict (guard/stack.py): shipped weights load, read the tiers' scores the
-way scripts/guard_stack.py fitted them, and a malformed section falls back (None)."""
+"""The combined verdict (guard/stack.py): shipped references load, agreement of two tiers
+outweighs one, it never raises, and a malformed section falls back (None)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from llm_observe.guard.files import load_files
-from llm_observe.guard.stack import FEATURES, Stack, features, from_manifest
+from llm_observe.guard.stack import Reference, Stack, combined, from_manifest
 
 
 @pytest.fixture(scope="module")
@@ -19,36 +19,38 @@ def stack() -> Stack:
     return got
 
 
-def test_shipped_stack_has_every_feature_and_a_threshold_per_role(stack: Stack) -> None:
-    assert len(stack.weights) == len(FEATURES)
-    assert set(stack.thresholds) == {"user", "tool"}
+def test_shipped_stack_has_references_and_a_threshold_per_role(stack: Stack) -> None:
+    assert set(stack.thresholds) == set(stack.references) == {"user", "tool"}
     assert all(0.0 < t < 1.0 for t in stack.thresholds.values())
+    assert all(len(r.word) > 1_000 for r in stack.references.values())
 
 
-def test_more_encoder_certainty_never_lowers_the_verdict(stack: Stack) -> None:
-    for length in (40, 500, 5_000):
-        got = [stack.probability(0.3, e, False, length) for e in (0.01, 0.5, 0.9, 0.999)]
-        assert got == sorted(got), length
+def test_higher_scores_never_lower_the_value(stack: Stack) -> None:
+    for role in ("user", "tool", "unknown"):
+        got = [stack.value(role, 0.3, e, False) for e in (0.01, 0.5, 0.9, 0.999)]
+        assert got == sorted(got)
+        assert stack.value(role, 0.3, 0.9, True) > stack.value(role, 0.3, 0.9, False)
 
 
-def test_extreme_scores_and_lengths_do_not_raise(stack: Stack) -> None:
+def test_two_tiers_agreeing_outweigh_one_alone() -> None:
+    ref = Reference(tuple(i / 100 for i in range(100)), tuple(i / 100 for i in range(100)), 0.01)
+    both = ref.statistic(0.95, 0.95, False)  # each in the top 5 %
+    one = ref.statistic(0.0, 0.999, False)   # one above every benign text, one lowest
+    assert combined(both) > combined(one)
+
+
+def test_extreme_scores_do_not_raise(stack: Stack) -> None:
     for word, enc in ((0.0, 0.0), (1.0, 1.0), (0.0, 1.0), (1.0, 0.0)):
-        for length in (0, 1, 299, 300, 800, 801, 10**9):
-            assert 0.0 <= stack.probability(word, enc, True, length) <= 1.0
-
-
-def test_length_bands_are_the_documented_ones() -> None:
-    assert features(0.5, 0.5, False, 299)[3:5] == [1.0, 0.0]
-    assert features(0.5, 0.5, False, 300)[3:5] == [0.0, 1.0]
-    assert features(0.5, 0.5, False, 800)[3:5] == [0.0, 1.0]
-    assert features(0.5, 0.5, False, 801)[3:5] == [0.0, 0.0]
+        for hit in (False, True):
+            assert 0.0 <= stack.value("user", word, enc, hit) < 1.0
 
 
 @pytest.mark.parametrize("section", [
-    None, [], {"features": list(FEATURES)},
-    {"features": ["encoder"], "weights": [1.0], "bias": 0, "thresholds": {"user": .5, "tool": .5}},
-    {"features": list(FEATURES), "weights": ["x"] * len(FEATURES), "bias": 0,
-     "thresholds": {"user": .5, "tool": .5}},
+    None, [], {"format": "other"}, {"format": "benign-tails/1"},
+    {"format": "benign-tails/1", "thresholds": {"user": .5, "tool": .5},
+     "reference": {"user": {"word": [0.1], "encoder": [0.1], "hit_rate": 0}}},
+    {"format": "benign-tails/1", "thresholds": {"user": .5, "tool": "x"}, "reference": {
+        r: {"word": [0.1], "encoder": [0.1], "hit_rate": 0.1} for r in ("user", "tool")}},
 ])
 def test_malformed_section_is_none(section: Any) -> None:
     manifest = json.loads(json.dumps(load_files().manifest))
