@@ -1,17 +1,21 @@
-"""GuardProcessor: the encoder tier's verdict on untrusted text the cheap tiers let pass.
+"""GuardProcessor: the encoder tier's verdict on untrusted text.
 
-Runs right after ScanProcessor, before sampling, embeddings and every exporter, so its
-verdict is in before the span's metrics are recorded (``llm_injection_attempts_total``
-counts it). For each span not already flagged, each untrusted part of its prompt (a user
-turn, a tool result or retrieved document, text of unknown role: scan/roles.py, the same
-runs as the scan stage) whose word-model probability reaches the gate is read by the
-encoder (llm_observe.guard.tier: rate, share of wall clock, queue bounds). At or above its
-role's threshold the span gets an injection finding (``detector="encoder"``,
-``name="injection_encoder"``, spanning that part, with the probability, role and message)
-and ``injection_attempt``. A part the budget skips is counted in
-``llm_observe_scan_skipped_total{reason}`` and keeps the cheap tiers' verdict: the span is
-never held back waiting for the model. The completion is not judged (the model's text is
-not an attempt by the caller).
+Two uses. :meth:`GuardProcessor.verdict` answers scan requests (the API, the library:
+scan/requests.py) synchronously, by the combined verdict (guard/stack.py) on every
+untrusted part. As a pipeline stage (only with ``guard.spans``, see
+collector/assembly.py) it runs right after ScanProcessor, before sampling, embeddings
+and every exporter, so its verdict is in before the span's metrics are recorded
+(``llm_injection_attempts_total`` counts it). For each span not already flagged, each
+untrusted part of its prompt (a user turn, a tool result or retrieved document, text of
+unknown role: scan/roles.py, the same runs as the scan stage) whose word-model
+probability reaches the gate is read by the encoder (llm_observe.guard.tier: rate, share
+of wall clock, queue bounds). At or above its role's threshold (on the combined value
+when the model has a stack; the cheap tiers passed the part, so no phrase hit counts)
+the span gets an injection finding (``detector="encoder"``, ``name="injection_encoder"``,
+spanning that part, with the score, role and message) and ``injection_attempt``. A part
+the budget skips is counted in ``llm_observe_scan_skipped_total{reason}`` and keeps the
+cheap tiers' verdict: the span is never held back waiting for the model. The completion
+is not judged (the model's text is not an attempt by the caller).
 
 ``blocking`` is True: the pipeline runs it in an executor thread. It never raises for
 a span's content.
