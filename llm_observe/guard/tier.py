@@ -130,7 +130,9 @@ class GuardTier:
         """The encoder's probability for ``text`` without gate or rate/busy budget: for
         callers that asked for a verdict and wait for it (the scan API, the library).
         Still bounded (first ``max_windows`` windows, one run at a time); None when the
-        model is not ready or the text is blank."""
+        model is not ready or the text is blank. Its model time is charged to the busy
+        bucket: with ``guard.spans`` on, the span path's share of the wall clock
+        includes the scan requests' (they are not skipped; spans are first)."""
         return self._run(text, budget=False)
 
     def _run(self, text: str, budget: bool) -> float | None:
