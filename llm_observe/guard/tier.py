@@ -132,7 +132,7 @@ class GuardTier:
         Still bounded (first ``max_windows`` windows, one run at a time); None when the
         model is not ready or the text is blank. Its model time is charged to the busy
         bucket: with ``guard.spans`` on, the span path's share of the wall clock
-        includes the scan requests' (they are not skipped; spans are first)."""
+        includes the scan requests' (a request is never skipped; spans are)."""
         return self._run(text, budget=False)
 
     def _run(self, text: str, budget: bool) -> float | None:
