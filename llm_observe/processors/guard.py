@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Protocol
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from llm_observe.guard.stack import Stack
 from llm_observe.scan.classifier import InjectionModel
 from llm_observe.scan.findings import INJECTION, Finding, ScanResult
 from llm_observe.scan.messages import runs
@@ -64,6 +63,12 @@ class Tier(Protocol):
     def read(self, text: str) -> float | None: ...
 
     def wait(self, timeout: float | None = None) -> bool: ...
+
+
+class Stack(Protocol):
+    """llm_observe.guard.stack.Stack as this stage uses it (pure arithmetic)."""
+
+    def value(self, role: str, word: float, encoder: float, hit: bool) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
