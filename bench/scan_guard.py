@@ -6,6 +6,13 @@ Run: python -m bench.scan_guard [--quick] [--compare]   (needs the [guard] extra
 full width, the same int8 recipe (base weights: the cost does not depend on the values)
 -- and times both alternately in the same run (figures in docs/scanning.md, "Cost").
 Detection figures: python scripts/guard_eval.py (docs/scanning.md, "The encoder tier").
+
+``--detection``: the scan requests' path as shipped (``guarded_scanner()``, the combined
+verdict, default patterns) against the cheap tiers alone (``RequestScanner`` without the
+encoder), alternately on the same validation rows of scripts/guard_data.py: direct
+attacks sent as a user message, indirect ones as a tool message, benign texts under
+their role (system prompts as one ``text``: unknown role). Recall and false alarms per
+group and length band, and the CPU ms per text of each path (process time).
 """
 
 from __future__ import annotations
@@ -68,5 +75,43 @@ def _median_ms(model: GuardModel, wins: Sequence[Sequence[int]], rounds: int) ->
     return statistics.median(times) / 1e6
 
 
+def detection() -> None:
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import guard_data
+
+    from llm_observe.guard import guarded_scanner
+    from llm_observe.scan import Scanner, load_patterns
+    from llm_observe.scan.requests import RequestScanner
+
+    shipped = guarded_scanner()
+    cheap = RequestScanner(Scanner(load_patterns()))
+    rows = [r for r in guard_data.rows() if r["split"] == "validation"]
+    counts: dict[tuple[str, str, str], list[int]] = {}
+    cpu = {"shipped": 0.0, "cheap": 0.0}
+    for r in rows:
+        text, role, kind = str(r["text"]), str(r["role"]), str(r["kind"])
+        group = {"attack": "direct attacks", "indirect_attack": "indirect attacks"}.get(
+            kind, f"benign {role}" if kind == "realistic_benign" else "older benign (user)")
+        size = "<300" if len(text) < 300 else "300-800" if len(text) <= 800 else ">800"
+        for name, scan in (("cheap", cheap), ("shipped", shipped)):
+            t = time.process_time()
+            got = scan.text(text) if role == "system" else scan.messages([(role, text)])
+            cpu[name] += time.process_time() - t
+            for b in (size, "all"):
+                c = counts.setdefault((name, group, b), [0, 0])
+                c[0] += got.injection_attempt
+                c[1] += 1
+    for (name, group, b), (hit, n) in sorted(counts.items()):
+        emit("scan_guard", "flagged_share", hit / n, "ratio", path=name, group=group,
+             band=b, flagged=hit, texts=n)
+    for name, seconds in cpu.items():
+        emit("scan_guard", "cpu_ms_per_text", 1000 * seconds / len(rows), "ms", path=name)
+
+
 if __name__ == "__main__":
-    main(rounds=10 if "--quick" in sys.argv else 40, compare="--compare" in sys.argv)
+    if "--detection" in sys.argv:
+        detection()
+    else:
+        main(rounds=10 if "--quick" in sys.argv else 40, compare="--compare" in sys.argv)

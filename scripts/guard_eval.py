@@ -21,7 +21,10 @@ Reports (JSON lines):
 - the full detector (phrases, regexes, word model at its role thresholds, and the encoder
   gated by the word score) per role and length band, direct and indirect attacks apart.
 
-``--write`` stores the thresholds, the gate and the figures in guard_model.json.
+``--write`` stores the thresholds, the gate and the figures in guard_model.json. These are
+the union rule's (a model without a ``stack`` section); the combined verdict that scan
+requests use is built and measured by scripts/guard_stack.py (it reuses ``scores``,
+``pools`` and ``threshold_at`` from here).
 """
 
 from __future__ import annotations

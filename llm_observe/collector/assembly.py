@@ -91,7 +91,8 @@ def build_collector(settings: Settings, registry: CollectorRegistry | None = Non
     ]
     from llm_observe.guard import guard_processor  # the [guard] extra's encoder tier, if any
     guard = guard_processor(scanner.patterns, registry, settings.max_text_chars)
-    processors.extend([guard] if guard is not None else [])
+    # Scan requests (API) always use it when built; spans only with guard.spans
+    processors.extend([guard] if guard is not None and scanner.patterns.guard.spans else [])
     processors.append(SamplingProcessor())
     if embedder is not None:
         from llm_observe.processors.embedding import EmbeddingProcessor

@@ -1,9 +1,11 @@
 """The optional encoder tier of injection detection (issue 23; docs/scanning.md).
 
 A 2-layer student of all-MiniLM-L6-v2 (its layers + head shipped here, the embedding
-tables from the ``[embeddings]`` extra's base weights), int8 on onnxruntime, read only
-where the cheap tiers' word model leaves doubt, under a budget. Needs the ``[guard]``
-extra; without it the phrases, regexes and word model work as before. Public surface:
+tables from the ``[embeddings]`` extra's base weights), int8 on onnxruntime. Scan
+requests (the API, :func:`guarded_scanner`) read it on every untrusted part and decide
+by the combined verdict (guard/stack.py); the span path only with ``guard.spans``, where
+the word model gates it under a budget. Needs the ``[guard]`` extra; without it the
+phrases, regexes and word model work as before. Public surface:
 
 - :func:`load_files` / :class:`GuardModel`: the verified weights and the model;
 - :class:`GuardTier` / :class:`GuardConfig`: gate and budget, loading in the background;
@@ -50,6 +52,7 @@ def guard_processor(patterns: PatternSet, registry: CollectorRegistry | None = N
         import tokenizers  # noqa: F401
 
         from llm_observe.guard.model import GuardModel
+        from llm_observe.guard.stack import from_manifest
         from llm_observe.guard.tier import GuardConfig, GuardTier
         from llm_observe.processors.guard import GuardProcessor, thresholds_from
         from llm_observe.scan.classifier import shared_model
@@ -59,18 +62,21 @@ def guard_processor(patterns: PatternSet, registry: CollectorRegistry | None = N
                     if isinstance(exc, ImportError) else "injection guard tier off: %s", exc)
         return None
     gate = section.gate if section.gate is not None else float(files.manifest.get("gate", 0.05))
-    tier = GuardTier(GuardConfig(gate=gate), lambda: GuardModel(files, cache_dir=cache_dir))
-    rule = thresholds_from(dict(section.thresholds), files.thresholds())
-    return GuardProcessor(tier, shared_model(), rule, max_text_chars, registry)
+    tier = GuardTier(GuardConfig(gate=gate), lambda: GuardModel(files, cache_dir=cache_dir),
+                     eager=section.spans)  # scan requests only: load on the first one
+    stack = from_manifest(files.manifest)  # thresholds then apply to its combined value
+    shipped = dict(stack.thresholds) if stack is not None else files.thresholds()
+    rule = thresholds_from(dict(section.thresholds), shipped)
+    return GuardProcessor(tier, shared_model(), rule, max_text_chars, registry, stack)
 
 
 def guarded_scanner(patterns: PatternSet | None = None, wait: float | None = 120.0,
                     ) -> RequestScanner:
     """A scanner for in-process use with the encoder tier switched on (whatever the
-    patterns file's ``guard.enabled`` says: calling this is the opt-in), under the same
-    gate and budget as in the collector. Waits up to ``wait`` seconds for the model to
-    load (texts scanned before it is ready keep the cheap verdict). Without the [guard]
-    extra or its files: the cheap tiers only, after one log line."""
+    patterns file's ``guard.enabled`` says), deciding as ``POST /v1/pii-injection/scan``
+    does (the combined verdict on every untrusted part, processors/guard.py ``verdict``).
+    Waits up to ``wait`` seconds for the model to load. Without the [guard] extra or its
+    files: the cheap tiers only, after one log line."""
     from dataclasses import replace
 
     from llm_observe.scan import Scanner, load_patterns

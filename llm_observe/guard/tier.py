@@ -77,10 +77,11 @@ class GuardStats:
 
 
 class GuardTier:
-    """The encoder behind its gate and budget; loads the model in a background thread."""
+    """The encoder behind its gate and budget; loads the model in a background thread,
+    at once (``eager``: the span path) or on first use (scan requests only)."""
 
     def __init__(self, config: GuardConfig, load: Callable[[], GuardModel],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, eager: bool = True) -> None:
         config.validate()
         self.config = config
         self.stats = GuardStats()
@@ -95,7 +96,16 @@ class GuardTier:
         self.error: str | None = None
         self._loader = threading.Thread(target=self._load, args=(load,), daemon=True,
                                         name="guard-load")
-        self._loader.start()
+        self._started = False
+        if eager:
+            self._start()
+
+    def _start(self) -> None:
+        if not self._started:
+            with self._lock:
+                if not self._started:
+                    self._loader.start()
+                    self._started = True
 
     def _load(self, load: Callable[[], GuardModel]) -> None:
         try:
@@ -105,16 +115,32 @@ class GuardTier:
             log.warning("injection guard tier off: %s", self.error)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the model to load; True when it is ready."""
+        """Wait for the model to load (starting it if not started); True when ready."""
+        self._start()
         self._loader.join(timeout)
         return self._model is not None
 
     def judge(self, text: str, word_score: float) -> float | None:
         """The encoder's probability for ``text``, or None if gated out or skipped."""
-        if word_score < self.config.gate or not text or text.isspace():
+        if word_score < self.config.gate:
+            return None
+        return self._run(text, budget=True)
+
+    def read(self, text: str) -> float | None:
+        """The encoder's probability for ``text`` without gate or rate/busy budget: for
+        callers that asked for a verdict and wait for it (the scan API, the library).
+        Still bounded (first ``max_windows`` windows, one run at a time); None when the
+        model is not ready or the text is blank. Its model time is charged to the busy
+        bucket: with ``guard.spans`` on, the span path's share of the wall clock
+        includes the scan requests' (a request is never skipped; spans are)."""
+        return self._run(text, budget=False)
+
+    def _run(self, text: str, budget: bool) -> float | None:
+        if not text or text.isspace():
             return None
         model = self._model
         if model is None:
+            self._start()
             self._skip("not_ready")
             return None
         # A window is 126 tokens, rarely over ~16 characters each: past that many
@@ -134,15 +160,7 @@ class GuardTier:
         partial = len(wins) > self.config.max_windows or len(text) > limit
         wins = wins[:self.config.max_windows]
         with self._lock:
-            if self._waiting >= self.config.queue_max:
-                self._skip_locked("queue")
-                return None
-            if not self._rate.try_take(len(wins)):
-                self._skip_locked("rate")
-                return None
-            if self._busy.level <= 0:  # in debt: one run may overdraw, then none
-                self._rate.put_back(len(wins))
-                self._skip_locked("busy")
+            if budget and not self._admit(len(wins)):
                 return None
             self._waiting += 1
             if partial:
@@ -162,6 +180,20 @@ class GuardTier:
             self.stats.seconds += took
             self._verdicts.put(key, score)
         return score
+
+    def _admit(self, windows: int) -> bool:
+        """Queue, rate and busy bounds (lock held); a refusal is counted by reason."""
+        if self._waiting >= self.config.queue_max:
+            self._skip_locked("queue")
+            return False
+        if not self._rate.try_take(windows):
+            self._skip_locked("rate")
+            return False
+        if self._busy.level <= 0:  # in debt: one run may overdraw, then none
+            self._rate.put_back(windows)
+            self._skip_locked("busy")
+            return False
+        return True
 
     def _skip(self, reason: str) -> None:
         with self._lock:

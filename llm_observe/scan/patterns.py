@@ -80,6 +80,8 @@ class GuardSection:
     enabled: bool = True
     gate: float | None = None  # word-model probability at which it reads a text; None: model's
     thresholds: tuple[tuple[str, float], ...] = ()  # per untrusted role; else the model's
+    # Also on the span path (gate + budget); scan requests (API, library) read it anyway.
+    spans: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,15 +187,19 @@ def _guard(value: Any, source: str | Path) -> GuardSection:
     if value is None:
         return GuardSection()
     if not isinstance(value, dict):
-        raise ConfigError(source, "guard", "must be a mapping (enabled, gate, thresholds)")
-    unknown = sorted(set(value) - {"enabled", "gate", "thresholds"})
+        raise ConfigError(source, "guard", "must be a mapping (enabled, spans, gate, "
+                                           "thresholds)")
+    unknown = sorted(set(value) - {"enabled", "spans", "gate", "thresholds"})
     if unknown:
         raise ConfigError(source, "guard", f"unknown field {unknown[0]!r}")
-    as_classifier = _classifier({k: v for k, v in value.items() if k != "gate"}, source)
-    gate = value.get("gate")
+    as_classifier = _classifier({k: v for k, v in value.items() if k not in ("gate", "spans")},
+                                source)
+    gate, spans = value.get("gate"), value.get("spans", False)
     if gate is not None:
         gate = _probability(source, "'gate'", gate)
-    return GuardSection(as_classifier.enabled, gate, as_classifier.thresholds)
+    if not isinstance(spans, bool):
+        raise ConfigError(source, "guard", "'spans' must be true or false")
+    return GuardSection(as_classifier.enabled, gate, as_classifier.thresholds, spans)
 
 
 THRESHOLD_ROLES = ("user", "tool")  # the untrusted roles (unknown text reads as user)

@@ -7,10 +7,11 @@ Shared by the API (api/pii_injection.py) and the in-process library
 - :meth:`RequestScanner.messages`: ``(role, content)`` pairs joined by newlines, each part
   scanned under its role's rule (docs/scanning.md, "Roles"); findings name their message
   and index that message's own ``content``.
-- With an ``encoder`` (the [guard] extra's stage, processors/guard.py), a text the cheap
-  tiers did not flag as an injection attempt is also read by the encoder tier, under its
-  gate and budget (a skip leaves the cheap verdict); a hit adds one ``injection_encoder``
-  finding (``detector="encoder"``). Without one: the cheap tiers only, as before.
+- With an ``encoder`` (the [guard] extra's stage, processors/guard.py), its ``verdict``
+  decides the injection findings of untrusted parts from the cheap tiers' findings and
+  the encoder's reading (the stacked verdict, synchronously; a hit the cheap tiers did not
+  have is one ``injection_encoder`` finding, ``detector="encoder"``). Without one: the
+  cheap tiers only, as before.
 - Never raises for a text's content; thread-safe when the encoder is.
 """
 
@@ -29,8 +30,8 @@ from llm_observe.scan.scanner import Scanner
 class Encoder(Protocol):
     """processors.guard.GuardProcessor as used here."""
 
-    def judge_text(self, text: str, segments: Sequence[Segment] | None = None,
-                   location: str = "prompt") -> Finding | None: ...
+    def verdict(self, found: list[Finding], text: str, segments: Sequence[Segment] | None,
+                location: str) -> list[Finding]: ...
 
 
 class RequestScanner:
@@ -61,7 +62,6 @@ class RequestScanner:
 
     def _with_encoder(self, found: list[Finding], text: str,
                       segments: Sequence[Segment] | None, field: str) -> list[Finding]:
-        if self.encoder is None or ScanResult(tuple(found)).injection_attempt or not text:
+        if self.encoder is None or not text:
             return found
-        hit = self.encoder.judge_text(text, segments, field)
-        return found if hit is None else sorted([*found, hit], key=lambda f: f.start)
+        return self.encoder.verdict(found, text, segments, field)

@@ -1,4 +1,4 @@
-"""The collector runs the encoder tier when the patterns file turns it on: a real
+"""The collector runs the encoder tier on spans when the patterns file turns it on: a real
 collector, real OTLP-less spans through its pipeline, the verdict counted in the spec's
 series and the skips in llm_observe_scan_skipped_total."""
 
@@ -16,7 +16,7 @@ from llm_observe.scan.patterns import default_patterns_path
 def test_collector_with_the_tier_on_counts_its_verdict(tmp_path: Path) -> None:
     text = default_patterns_path().read_text(encoding="utf-8")
     on = tmp_path / "patterns.yaml"
-    on.write_text(text.replace("guard:\n  enabled: false", "guard:\n  enabled: true"))
+    on.write_text(text.replace("  spans: false", "  spans: true"))
     collector = build_collector(Settings(embedding_enabled=False, patterns_file=str(on)))
     names = [p.name for p in collector.pipeline.processors]
     # after the scans (its gate reads their verdicts), before sampling and the metrics
@@ -26,6 +26,7 @@ def test_collector_with_the_tier_on_counts_its_verdict(tmp_path: Path) -> None:
     assert 'llm_observe_scan_skipped_total{reason="not_ready"}' in exposition
 
 
-def test_collector_without_it_is_as_before() -> None:
+def test_shipped_collector_keeps_it_off_the_span_path_for_scan_requests() -> None:
     collector = build_collector(Settings(embedding_enabled=False))
     assert "guard" not in [p.name for p in collector.pipeline.processors]
+    assert collector.guard is not None  # POST /v1/pii-injection/scan reads it

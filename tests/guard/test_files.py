@@ -19,7 +19,7 @@ from llm_observe.scan.patterns import PatternSet
 
 
 def enabled() -> PatternSet:
-    """The shipped patterns with the (opt-in) encoder tier switched on."""
+    """The shipped patterns with the encoder tier switched on (it is, for scan requests)."""
     patterns = load_patterns()
     return replace(patterns, guard=replace(patterns.guard, enabled=True))
 
@@ -84,9 +84,11 @@ def test_corrupted_weights_leave_the_cheap_tiers_working(
     assert next(r.getMessage() for r in caplog.records).count("refusing") == 1
 
 
-def test_off_in_the_shipped_file_and_on_when_enabled() -> None:
-    assert guard_processor(load_patterns()) is None
-    stage = guard_processor(enabled())
+def test_on_in_the_shipped_file_and_off_when_disabled() -> None:
+    patterns = load_patterns()
+    assert guard_processor(replace(patterns, guard=replace(patterns.guard, enabled=False))) \
+        is None
+    stage = guard_processor(patterns)
     assert stage is not None and stage.name == "guard"
     assert stage.tier.wait(60)  # type: ignore[attr-defined]
 
