@@ -13,8 +13,8 @@ One function, so ``llm-observe serve`` and the benchmarks that stand for it
   ~7 young collections a request, each moving the live batch a generation up, and a
   middle collection every ~1.5 requests re-walked it: 4.5% of the server's CPU
   (``bench.receiver``'s text load, GC callbacks timed in thread CPU time: 85 ms of
-  1.86 s). With 20,000 a request's objects are freed by reference counting before a
-  collection comes: 0.7% (14 ms of 1.86 s), the rare young collection ~5 ms.
+  1.86 s). With 20,000 a request's objects are mostly freed by reference counting before
+  a collection comes: 0.7-1.2% (4-7 young collections in 4 s), each ~5 ms.
   Cyclic garbage waits for 20,000 net allocations instead of 700: a few MB at most.
 - **a 1 ms GIL switch interval** (CPython's is 5 ms): heavy work runs in threads (large
   batches in the CPU thread, renders, embeddings); a thread holding the GIL hands it back
