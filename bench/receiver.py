@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import multiprocessing as mp
 import random
 import statistics
@@ -225,8 +224,10 @@ def run_full(sink_port: int, flavour: str, ready: Any, stop: Any, report: Any,
     from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.parser import text_string_to_metric_families
 
+    from bench.threads import GcTimes
     from llm_observe.collector.assembly import build_collector
     from llm_observe.collector.exporters.otlp_forwarder import forwarder_from_settings
+    from llm_observe.collector.heap import settle_for_serving
     from llm_observe.collector.settings import Settings
     from llm_observe.receiver import start_receiver
 
@@ -243,13 +244,18 @@ def run_full(sink_port: int, flavour: str, ready: Any, stop: Any, report: Any,
         if door == "http":
             from bench.receiver_http import start_http_door
             http = await start_http_door(collector, registry, settings.otlp_max_message_bytes)
-        gc.collect()  # as `llm-observe serve` does: the start-up heap is never rescanned
-        gc.freeze()
+        # as `llm-observe serve` does: the pipeline started (processors warmed, the word
+        # model loaded), then the start-up heap frozen, the young generation sized for
+        # requests in flight, the 1 ms switch interval (collector/heap.py)
+        await collector.pipeline.start()
+        settle_for_serving()
+        gc_times = GcTimes()  # the collector's share of the serving (bench/threads.py)
         ready.put((receiver.port if http is None else http.port,
                    [p.name for p in collector.pipeline.processors]))
         cpu = time.process_time()
         await asyncio.get_running_loop().run_in_executor(None, stop.get)
         cpu = time.process_time() - cpu
+        gc_times.stop()
         if http is not None:
             await http.stop(1)
         await receiver.stop(1)
@@ -258,6 +264,7 @@ def run_full(sink_port: int, flavour: str, ready: Any, stop: Any, report: Any,
         samples = {s.name + str(sorted(s.labels.items())): s.value
                    for f in text_string_to_metric_families(text) for s in f.samples
                    if s.name.startswith("llm_observe_")}
+        samples.update(gc_times.figures(cpu))
         handled = sum(v for k, v in samples.items()
                       if k.startswith("llm_observe_receiver_spans_accepted_total"))
         report.put((int(handled), cpu, samples))
@@ -360,10 +367,19 @@ def throughput(ctx: Any, server: str, requests: list[bytes], args: argparse.Name
         load = ctx.Process(target=run_load, args=(port, requests, args.seconds, args.warmup,
                                                   args.streams, False, results))
     load.start()
+    watch = None
+    if getattr(args, "threads", False):  # per-thread CPU over the measured window
+        from bench.threads import Window
+        watch = Window(proc.pid, args.warmup, args.seconds)
     accepted, latencies, _, load_us = results.get(timeout=args.seconds + args.warmup + 120)
     load.join()
+    threads = watch.table(accepted, accepted // BATCH) if watch is not None else None
     stop.put(True)
-    handled, cpu = report.get(timeout=120)[:2]
+    handled, cpu, *rest = report.get(timeout=120)
+    if threads is not None:  # ours reports its GC time too (a baseline's harness does not)
+        gc_share = {k: v for k, v in rest[0].items() if k.startswith("gc_")} if rest else {}
+        emit("receiver", f"{server}_threads", accepted / args.seconds, "spans/s",
+             **threads, **gc_share)
     proc.join(120)
     p99 = statistics.quantiles(latencies, n=100)[98] * 1000 if len(latencies) > 2 else 0.0
     return accepted / args.seconds, p99, cpu / max(handled, 1) * 1e6, load_us
@@ -424,6 +440,8 @@ def main() -> None:
     parser.add_argument("--outage-s", type=float, default=30.0)
     parser.add_argument("--only", default="")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", action="store_true", help="per-thread CPU, run-queue "
+                        "wait and context switches of each server, each round (bench/threads.py)")
     parser.add_argument("--baseline", default="", help="commits (e.g. 51b5287,ba477de) "
                         "whose receiver runs beside each full run, alternating; ratios")
     args = parser.parse_args()

@@ -70,15 +70,20 @@ def child(root: str, sink_port: int, folder: str) -> None:
 
 
 def measure(root: Path, sink_port: int, requests: list[bytes], ctx: Any,
-            keep: Path | None = None) -> float:
+            keep: Path | None = None, cache_sim: bool = False,
+            threads: bool = False) -> dict[str, float]:
     """Instructions per span of the server of ``root`` serving ``requests`` once; with
-    ``keep``, its callgrind profile (ready -> stop) is copied there for callgrind_annotate."""
+    ``keep``, its callgrind profile (ready -> stop) is copied there for callgrind_annotate;
+    with ``cache_sim``, callgrind's cache model runs too (I1/D1/LL misses a span: the
+    valgrind model of a generic cache hierarchy, not this CPU's counters)."""
     from bench.receiver import run_load
 
     with tempfile.TemporaryDirectory() as folder:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         server = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--dump-before=getppid",
+             *(["--cache-sim=yes"] if cache_sim else []),
+             *(["--separate-threads=yes"] if threads else []),
              f"--callgrind-out-file={folder}/cg.out", sys.executable, "-m", "bench.receiver_ir",
              "--child", str(root), str(sink_port), folder],
             env={**env, "PYTHONHASHSEED": "0"}, cwd=REPO, stdout=subprocess.DEVNULL,
@@ -96,12 +101,23 @@ def measure(root: Path, sink_port: int, requests: list[bytes], ctx: Any,
         Path(folder, "stop").touch()
         server.wait(timeout=7200)
         handled = json.loads(Path(folder, "report").read_text())[0]
-        text = Path(folder, "cg.out.2").read_text(errors="replace")  # ready -> stop
+        # with --separate-threads a marker dumps only its own thread: part 2 of thread 1
+        # (the event loop's, which ran the stop marker) is the loop's serving alone
+        part = "cg.out.2-01" if threads else "cg.out.2"
+        text = Path(folder, part).read_text(errors="replace")  # ready -> stop
         if keep is not None:
             keep.write_text(text)
-        m = re.search(r"^(?:totals|summary): (\d+)", text, re.M)
-        assert m is not None and handled == len(requests) * 512
-        return int(m.group(1)) / handled
+        assert handled == len(requests) * 512
+        return {name: count / handled for name, count in _events(text).items()}
+
+
+def _events(text: str) -> dict[str, int]:
+    """A callgrind profile's totals by event (Ir, and the cache model's misses)."""
+    events = re.search(r"^events: (.+)$", text, re.M)
+    m = re.search(r"^(?:totals|summary): ([\d ]+)", text, re.M)
+    assert events is not None and m is not None
+    return {name: int(count)
+            for name, count in zip(events.group(1).split(), m.group(1).split(), strict=False)}
 
 
 def main() -> None:
@@ -110,6 +126,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--keep", type=Path, help="a folder: keep each tree's profile there "
                         "(<tree>.callgrind, for callgrind_annotate --inclusive=yes)")
+    parser.add_argument("--cache-sim", action="store_true", help="callgrind's cache model "
+                        "too: I1/D1/LL misses a span beside the instructions")
+    parser.add_argument("--threads", action="store_true", help="callgrind's "
+                        "--separate-threads: the event loop thread's instructions alone")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -128,14 +148,22 @@ def main() -> None:
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
         per = {name: measure(root, sink.port, requests, ctx,
-                             args.keep / f"{name}.callgrind" if args.keep else None)
+                             args.keep / f"{name}.callgrind" if args.keep else None,
+                             args.cache_sim, args.threads)
                for name, root in trees.items()}
     finally:
         sink.close()
-    for name, value in per.items():
-        extra = {f"ratio_vs_{ref}": round(per[ref] / value, 3) for ref in refs}
-        emit("receiver_ir", f"{name}_full_text_instructions_per_span", value,
+    for name, events in per.items():
+        value = events["Ir"]
+        extra = {f"ratio_vs_{ref}": round(per[ref]["Ir"] / value, 3) for ref in refs}
+        what = "loop_thread" if args.threads else "full_text"
+        emit("receiver_ir", f"{name}_{what}_instructions_per_span", value,
              "instructions", requests=args.requests, **(extra if name == "current" else {}))
+        for event, count in events.items():
+            if event != "Ir":  # the cache model's misses (--cache-sim)
+                emit("receiver_ir", f"{name}_{what}_{event}_per_span", count, "events",
+                     requests=args.requests, **{f"ratio_vs_{ref}": round(
+                         per[ref][event] / count, 3) for ref in refs if count})
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ Bounds: :data:`MAX_TRACES` traces (the idlest dropped first, counted as above) a
 :data:`MAX_SPANS` spans per trace (past it, spans are not held and count as *dropped*: a run
 with 100,000 children costs a bounded amount). A trace is held from its first agent, tool
 or workflow span; the calls and chain spans before it wait in a FIFO of :data:`MAX_WAITING`
-entries (a plain LLM app's calls only pass through it: a few hundred ns a call).
+entries (agents/waiting.py; a plain LLM app's calls only pass through it).
 
 The per-process store: ``serve --workers N`` spreads one trace over workers, so with
 ``LLM_OBSERVE_REDIS_URL`` agents/runstore.py keeps this state in Redis by the same rules
@@ -36,10 +36,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from llm_observe.agents.classify import AGENT, TOOL, WORKFLOW, AgentOp
 from llm_observe.agents.dedup import wrapped
+from llm_observe.agents.waiting import Waiting
 
 SETTLE_S = 5.0
 TIMEOUT_S = 600.0
@@ -118,8 +119,7 @@ class RunTracker:
         self.open: dict[tuple[str, str], None] = {}  # (trace, agent span) of waiting runs
         # calls and links of traces with no agent, tool or workflow span yet (the calls of a
         # run usually come first): held whole once one comes, else forgotten, oldest first
-        self.waiting: OrderedDict[str, list[tuple[Any, ...]]] = OrderedDict()
-        self.n_waiting = 0
+        self.waiting = Waiting(MAX_WAITING)  # (agents/waiting.py)
         self.counts = Counts()
 
     def add(self, now: float, links: Iterable[tuple[str, str, str]],
@@ -151,7 +151,7 @@ class RunTracker:
                 continue  # a root call is in no run
             held = touched.get(trace) or traces.get(trace)
             if held is None:
-                self._wait(trace, (span, parent, start, end, cost))
+                self.waiting.add(trace, (span, parent, start, end, cost))
                 continue
             touched[trace] = held
             if self._hold(held, span, parent):
@@ -159,7 +159,7 @@ class RunTracker:
         for trace, span, parent in links:
             held_by = touched.get(trace) or traces.get(trace)
             if held_by is None:  # a chain span before any agent span of its trace
-                self._wait(trace, (span, parent))
+                self.waiting.add(trace, (span, parent))
             elif span not in held_by.links:
                 self._hold(held_by, span, parent, count=False)
         traces = self.traces
@@ -202,25 +202,13 @@ class RunTracker:
         t = self.traces.get(trace)
         if t is None:
             t = TraceState()
-            waited = self.waiting.pop(trace, ())
-            self.n_waiting -= len(waited)
-            for item in waited:
+            for item in self.waiting.pop(trace):
                 if len(item) == 2:
                     self._hold(t, item[0], item[1], count=False)
                 elif self._hold(t, item[0], item[1]):
                     t.members[item[0]] = Member("call", *item[2:])
         touched[trace] = t
         return t
-
-    def _wait(self, trace: str, item: tuple[Any, ...]) -> None:
-        waiting = self.waiting
-        held = waiting.get(trace)
-        if held is None:
-            held = waiting[trace] = []
-        held.append(item)
-        self.n_waiting += 1
-        while self.n_waiting > MAX_WAITING:
-            self.n_waiting -= len(waiting.popitem(last=False)[1])
 
     def _hold(self, t: TraceState, span: str, parent: str, room: int = 0,
               count: bool = True) -> bool:

@@ -14,7 +14,6 @@ Heavy imports live inside :func:`run` so ``llm-observe --help`` stays fast.
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import sys
@@ -36,12 +35,12 @@ from llm_observe.cli.worker import (
     spool_lock_wait_s,
     worker_index,
 )
+from llm_observe.collector.heap import settle_for_serving
 from llm_observe.collector.logformat import FORMATS
 from llm_observe.collector.logformat import configure as configure_logging
 
 log = logging.getLogger("llm_observe.serve")
 
-SWITCH_INTERVAL_S = 0.001
 EXIT_CONFIG = 2
 EXIT_RUNTIME = 1
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -170,17 +169,11 @@ async def _serve(collector: Any, args: argparse.Namespace, alerts: Any,
 
     settings = collector.settings
     await collector.pipeline.start()  # before any door: a spool left by the last run goes now
-    # Everything loaded so far (modules, tables, encodings) lives for the whole run: moved
-    # out of the collector's generations, it is never rescanned, so a full collection
-    # triggered by one big request costs a pause in proportion to that request only.
-    gc.collect()
-    gc.freeze()
-    # and so are the label sets made from now on, frozen as they come (collector/longlived.py)
+    # The start-up heap frozen, the young generation sized for requests in flight, a 1 ms
+    # GIL switch interval (collector/heap.py: one place, shared with the benchmarks)
+    settle_for_serving()
+    # and the label sets made from now on are frozen as they come (collector/longlived.py)
     long_lived.enable()
-    # Heavy work runs in threads (large batches, renders, embeddings); a thread holding the
-    # GIL hands it back to the loop after this long instead of CPython's 5 ms, so a
-    # request's few GIL hand-offs cost a few ms, not tens (bench.hostile).
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
     app = create_app(collector)
     # In-flight requests get a bounded grace at shutdown (aiohttp's default is 60 s).
     runner = web.AppRunner(app, access_log=None, handle_signals=False,

@@ -42,7 +42,7 @@ def test_calls_of_traces_that_never_show_an_agent_wait_in_a_bounded_fifo() -> No
     tracker = RunTracker()
     for i in range(MAX_WAITING + 5_000):  # a plain LLM app: every call has a parent
         tracker.add(0, [], [(f"{i:032x}", "0" * 15 + "1", "0" * 15 + "2", 0, 1, 1)], [])
-    assert tracker.n_waiting <= MAX_WAITING
+    assert tracker.waiting.n <= MAX_WAITING
     assert tracker.traces == {} and tracker.flush(10_000) == []
     assert tracker.counts.incomplete == 0  # no agent, tool or workflow span: no run at all
 
