@@ -19,6 +19,7 @@ from typing import Any
 
 from llm_observe import semconv as sc
 from llm_observe.otlp import texts
+from llm_observe.otlp.keysets import KeySetCache
 
 # --- which spans are LLM calls ---------------------------------------------------
 # Any of these keys marks a span as an LLM call (OpenInference decides by its kind,
@@ -177,19 +178,10 @@ class Plan:
                                   self.prompt_texts + self.completion_texts)
 
 
-_plans: dict[frozenset[str], Plan] = {}
+_plans: KeySetCache[Plan] = KeySetCache(Plan, _PLAN_CACHE_SIZE, PLAN_MAX_KEYS,
+                                        PLAN_MAX_KEY_CHARS)
 
 
 def plan_for(attrs: Any) -> Plan:
-    """The (cached) Plan for a span's attribute keys."""
-    if len(attrs) > PLAN_MAX_KEYS:
-        return Plan(attrs)  # rare and unbounded in variety: not cached
-    keys = frozenset(attrs)
-    plan = _plans.get(keys)
-    if plan is None:
-        if sum(map(len, keys)) > PLAN_MAX_KEY_CHARS:
-            return Plan(attrs)
-        if len(_plans) >= _PLAN_CACHE_SIZE:
-            _plans.clear()
-        plan = _plans[keys] = Plan(attrs)
-    return plan
+    """The (cached) Plan for a span's attribute keys (otlp/keysets.py)."""
+    return _plans.get(attrs)
