@@ -124,7 +124,8 @@ class Plan:
 
     __slots__ = ("actual", "attempted", "cache_read", "cache_write", "completion",
                  "completion_texts", "cost", "details", "endpoint", "error_type", "finish",
-                 "injection", "invocation", "is_llm", "kind", "langfuse", "latency", "method",
+                 "injection", "invocation", "is_llm", "kind", "langfuse", "latency", "logfire",
+                 "method",
                  "model", "ops", "pii", "prompt", "prompt_texts", "provider", "reasoning",
                  "retry", "sampled", "service", "service_tier", "session", "status",
                  "texts_in_attrs", "total", "ttft", "ttft_unit", "usage_object", "vercel")
@@ -165,6 +166,7 @@ class Plan:
         # Dialects whose usage needs their own rule (otlp.usage): Langfuse's JSON details;
         # a Vercel AI SDK span without the ai >= 6 input token details.
         self.langfuse = tuple(k for k in _LANGFUSE if k in attrs)
+        self.logfire = sc.LOGFIRE_SPAN_TYPE in attrs  # its streams' own rule (dialects)
         self.vercel = (sc.AI_USAGE_INPUT_TOKENS in attrs or sc.AI_USAGE_PROMPT_TOKENS in attrs) \
             and sc.AI_USAGE_NO_CACHE_TOKENS not in attrs
         # LiteLLM's default mode: cache counts only in its usage object.
