@@ -25,6 +25,7 @@ from operator import or_
 
 from llm_observe.scan import trie
 from llm_observe.scan.classifier import InjectionModel, shared_model
+from llm_observe.scan.digits import longest_run
 from llm_observe.scan.findings import INJECTION, Finding, FindingType, ScanResult
 from llm_observe.scan.normalize import fold, plain_ascii, same_offsets, same_span
 from llm_observe.scan.patterns import PatternEntry, PatternSet
@@ -32,17 +33,6 @@ from llm_observe.scan.prefilter import Anchor, anchors, finditer, required_liter
 from llm_observe.scan.quoted import unquoted
 from llm_observe.scan.validators import VALIDATORS
 
-# Digits joined by at most two separator characters: "4111 1111 1111 1111",
-# "(212) 555-0100", "192.168.0.1" are each one run.
-# [0-9] rather than \d: the PII regexes use ASCII digits, and the range test is faster.
-_DIGIT_RUN = re.compile(r"[0-9](?:[ \-./()+]{0,2}[0-9])*")
-_NOT_DIGITS = str.maketrans("", "", " -./()+")
-# The same search on an ASCII text's byte skeleton (digit "0", separator "-", other "x"):
-# re finds a literal first character several times faster than a class ([0-9]).
-_SKELETON = bytes(b"0"[0] if chr(i) in "0123456789" else b"-"[0] if chr(i) in " -./()+"
-                  else b"x"[0] for i in range(256))
-_SKELETON_RUN = re.compile(rb"0(?:-{0,2}0)*")
-_DIGIT_BYTES = b"0123456789"
 # A phrase right after a negation is an instruction *against* the attack ("never reveal
 # your system prompt" is a normal system prompt), so it is not a finding.
 _NEGATIONS = ("not ", "never ", "n't ", "n\u2019t ")
@@ -296,18 +286,7 @@ class Scanner:
         """The bits of the digit-gated regexes whose gate ``text``'s longest digit run
         opens; ``raw``: ``text`` lower-cased as ASCII bytes, holding enough digits for
         the lowest gate (the scanner counted them: plain_ascii)."""
-        if raw is not None or text.isascii():
-            if raw is None:
-                raw = text.encode("ascii")
-                # Fewer digits in all than the lowest gate needs in one run: no gate
-                # opens. Most prose ("3pm", "12%") stops here, at two C calls.
-                if len(raw) - len(raw.translate(None, _DIGIT_BYTES)) < self._least_digits:
-                    return 0
-            runs = _SKELETON_RUN.findall(raw.translate(_SKELETON))
-            longest = max((run.count(b"0") for run in runs), default=0)
-        else:
-            longest = max((len(run.translate(_NOT_DIGITS)) for run in _DIGIT_RUN.findall(text)),
-                          default=0)
+        longest = longest_run(text, self._least_digits, raw)
         bits = 0
         for min_digits, bit in self._digit_gates:
             if min_digits > longest:

@@ -17,9 +17,9 @@ import yaml
 
 from bench._common import COMPLETIONS, PROMPTS
 from llm_observe.scan import Finding, Scanner, load_patterns
+from llm_observe.scan.digits import DIGIT_RUN, NOT_DIGITS
 from llm_observe.scan.messages import _placed
 from llm_observe.scan.normalize import fold, plain_ascii, same_offsets
-from llm_observe.scan.scanner import _DIGIT_RUN, _NOT_DIGITS
 from llm_observe.scan.trie import Trie
 from tests.scan.prose import generate_prose
 
@@ -48,7 +48,7 @@ def corpus() -> list[str]:
 
 def longest_digit_run(text: str) -> int:
     """The definition: the most digits in one run of digits joined by <= 2 separators."""
-    return max((len(run.translate(_NOT_DIGITS)) for run in _DIGIT_RUN.findall(text)),
+    return max((len(run.translate(NOT_DIGITS)) for run in DIGIT_RUN.findall(text)),
                default=0)
 
 
