@@ -106,7 +106,7 @@ def map_span(span: Any, service_name: str,
             or sc.LF_OBSERVATION_TYPE in a):
         return None
     p = plan_for(a)
-    stream = logfire_stream(a, span) if sc.LOGFIRE_SPAN_TYPE in a else None
+    stream = logfire_stream(a, span) if p.logfire else None
     if not (stream or is_llm_span(a, p)) or stream is False:
         return None
     trace_id, span_id = span.trace_id, span.span_id

@@ -19,6 +19,7 @@ from typing import Any
 
 from llm_observe import semconv as sc
 from llm_observe.otlp import texts
+from llm_observe.otlp.keysets import KeySetCache
 
 # --- which spans are LLM calls ---------------------------------------------------
 # Any of these keys marks a span as an LLM call (OpenInference decides by its kind,
@@ -123,7 +124,8 @@ class Plan:
 
     __slots__ = ("actual", "attempted", "cache_read", "cache_write", "completion",
                  "completion_texts", "cost", "details", "endpoint", "error_type", "finish",
-                 "injection", "invocation", "is_llm", "kind", "langfuse", "latency", "method",
+                 "injection", "invocation", "is_llm", "kind", "langfuse", "latency", "logfire",
+                 "method",
                  "model", "ops", "pii", "prompt", "prompt_texts", "provider", "reasoning",
                  "retry", "sampled", "service", "service_tier", "session", "status",
                  "texts_in_attrs", "total", "ttft", "ttft_unit", "usage_object", "vercel")
@@ -164,6 +166,7 @@ class Plan:
         # Dialects whose usage needs their own rule (otlp.usage): Langfuse's JSON details;
         # a Vercel AI SDK span without the ai >= 6 input token details.
         self.langfuse = tuple(k for k in _LANGFUSE if k in attrs)
+        self.logfire = sc.LOGFIRE_SPAN_TYPE in attrs  # its streams' own rule (dialects)
         self.vercel = (sc.AI_USAGE_INPUT_TOKENS in attrs or sc.AI_USAGE_PROMPT_TOKENS in attrs) \
             and sc.AI_USAGE_NO_CACHE_TOKENS not in attrs
         # LiteLLM's default mode: cache counts only in its usage object.
@@ -177,19 +180,10 @@ class Plan:
                                   self.prompt_texts + self.completion_texts)
 
 
-_plans: dict[frozenset[str], Plan] = {}
+_plans: KeySetCache[Plan] = KeySetCache(Plan, _PLAN_CACHE_SIZE, PLAN_MAX_KEYS,
+                                        PLAN_MAX_KEY_CHARS)
 
 
 def plan_for(attrs: Any) -> Plan:
-    """The (cached) Plan for a span's attribute keys."""
-    if len(attrs) > PLAN_MAX_KEYS:
-        return Plan(attrs)  # rare and unbounded in variety: not cached
-    keys = frozenset(attrs)
-    plan = _plans.get(keys)
-    if plan is None:
-        if sum(map(len, keys)) > PLAN_MAX_KEY_CHARS:
-            return Plan(attrs)
-        if len(_plans) >= _PLAN_CACHE_SIZE:
-            _plans.clear()
-        plan = _plans[keys] = Plan(attrs)
-    return plan
+    """The (cached) Plan for a span's attribute keys (otlp/keysets.py)."""
+    return _plans.get(attrs)

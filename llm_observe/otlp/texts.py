@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from llm_observe.otlp import textjson, textroles
+from llm_observe.otlp.keysets import KeySetCache
 from llm_observe.otlp.textkeys import (
     COMPLETION,
     CONTENT_EVENTS,
@@ -94,22 +95,20 @@ def candidates(attrs: Any, which: Which) -> Candidates:
     return out
 
 
-_by_keys: dict[frozenset[str], dict[Which, Candidates]] = {}
 _BY_KEYS_SIZE, _BY_KEYS_MAX_KEYS = 1024, 128
+
+
+def _both(attrs: Any) -> dict[Which, Candidates]:
+    return {PROMPT: candidates(attrs, PROMPT), COMPLETION: candidates(attrs, COMPLETION)}
+
+
+_by_keys: KeySetCache[dict[Which, Candidates]] = KeySetCache(_both, _BY_KEYS_SIZE,
+                                                             _BY_KEYS_MAX_KEYS)
 
 
 def both_sides(attrs: Any) -> dict[Which, Candidates]:
     """:func:`candidates` of both sides, remembered per key set (the redactor's lookup)."""
-    if len(attrs) > _BY_KEYS_MAX_KEYS:
-        return {PROMPT: candidates(attrs, PROMPT), COMPLETION: candidates(attrs, COMPLETION)}
-    keys = frozenset(attrs)
-    found = _by_keys.get(keys)
-    if found is None:
-        if len(_by_keys) >= _BY_KEYS_SIZE:
-            _by_keys.clear()
-        found = _by_keys[keys] = {PROMPT: candidates(attrs, PROMPT),
-                                  COMPLETION: candidates(attrs, COMPLETION)}
-    return found
+    return _by_keys.get(attrs)
 
 
 @dataclass(slots=True)

@@ -133,15 +133,16 @@ class InjectionModel:
         """Highest window score of a folded text (0.0 for a text without words)."""
         return self._score(tokens(folded))
 
-    def detect(self, folded: str) -> float | None:
-        """The score of a folded text if it reaches ``threshold``, else None.
+    def detect(self, folded: str, encoded: bytes | None = None) -> float | None:
+        """The score of a folded text if it reaches ``threshold``, else None; ``encoded``:
+        ``folded.encode("utf-8")`` when the caller has it (the scanner's ASCII case).
 
         Cheaper than :meth:`probability` on most texts: bounds on the score are
         checked first (one dict lookup per token on short texts; then exact unigrams
         and heavy bigrams), and the text is scored exactly only when both reach the
         threshold. Neither underestimates (see ``__init__`` and ``_SMALL``), so no
         hit is lost."""
-        toks = tokens(folded)
+        toks = tokens(folded) if encoded is None else encoded.translate(_PUNCT).split()
         if not toks:
             return None
         n = len(toks)

@@ -20,6 +20,7 @@ from llm_observe.scan.findings import INJECTION, Finding
 from llm_observe.scan.scanner import Scanner
 
 Run = tuple[int, int, str, int, tuple[r.Segment, ...]]  # start, end, role, index, parts
+_TRUSTED: tuple[bool, InjectionModel | None] = (False, None)
 
 
 class RoleScanner:
@@ -33,6 +34,9 @@ class RoleScanner:
         self.models: dict[str, InjectionModel | None] = {
             role: base.with_threshold(per_role[role]) if base is not None and role in per_role
             else base for role in (r.USER, r.TOOL)}
+        # Per role: (look for injection?, its classifier); a role not here is trusted.
+        self._rule: dict[str, tuple[bool, InjectionModel | None]] = {
+            role: (True, self.models[r.threshold_role(role)]) for role in r.UNTRUSTED}
 
     def scan(self, text: str, segments: Sequence[r.Segment] | None, default: str,
              field: str = "text", *, every_injection: bool = True) -> list[Finding]:
@@ -43,9 +47,11 @@ class RoleScanner:
         are scanned for PII only."""
         if not text:
             return []
-        if not segments:
-            return self._run(text, (0, len(text), default, -1, ()), field, every_injection,
-                             True)
+        if not segments:  # one run of one role (the common case, without _run's layer)
+            injection, model = self._rule.get(default, _TRUSTED)
+            result = self.scanner.scan(text, field, every_injection=every_injection,
+                                       injection=injection, model=model).findings
+            return [_placed(f, 0, default, -1) for f in result] if result else []
         out: list[Finding] = []
         look = True  # still looking for injection
         for run in runs(text, segments, default):
@@ -59,10 +65,9 @@ class RoleScanner:
              look: bool) -> list[Finding]:
         start, end, role, index, parts = run
         part = text if start == 0 and end == len(text) else text[start:end]
-        untrusted = r.untrusted(role)
-        result = self.scanner.scan(
-            part, field, every_injection=every_injection, injection=untrusted and look,
-            model=self.models[r.threshold_role(role)] if untrusted else None)
+        untrusted, model = self._rule.get(role, _TRUSTED)
+        result = self.scanner.scan(part, field, every_injection=every_injection,
+                                   injection=untrusted and look, model=model)
         if not result.findings:
             return []
         if len(parts) <= 1:  # one part: one role and index

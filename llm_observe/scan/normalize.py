@@ -24,6 +24,8 @@ _ORIGIN = [0]
 # single whitespace character that is not a plain space, or a single invisible one.
 _SQUEEZE = re.compile(rf"[\s{_INVISIBLE}]{{2,}}|[^\S ]|[{_INVISIBLE}]")
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
+# Printable ASCII but the digits: deleting these from a printable text leaves its digits.
+_PRINTABLE_NOT_DIGITS = bytes(b for b in range(0x20, 0x7F) if not 0x30 <= b <= 0x39)
 
 
 class Folded:
@@ -57,6 +59,22 @@ def same_offsets(text: str) -> str | None:
     if len(low) == len(text) and _printable(low) and "  " not in low:
         return low
     return None
+
+
+def plain_ascii(text: str) -> tuple[str, bytes, int] | None:
+    """``(folded text, its ASCII bytes, how many digits it holds)`` when ``text`` is
+    printable ASCII with single spaces (:func:`same_offsets`' common case, every offset
+    its own), else None. One lower, one encode and one byte-level delete answer both
+    "printable?" and "how many digits?": the scanner hands the bytes and the count on to
+    the digit gate and the word model, which would each encode the text again."""
+    if not text.isascii():
+        return None
+    low = text.lower()
+    raw = low.encode("ascii")
+    rest = raw.translate(None, _PRINTABLE_NOT_DIGITS)  # the digits and the controls
+    if (rest and not rest.isdigit()) or b"  " in raw:
+        return None
+    return low, raw, len(rest)
 
 
 def same_span(start: int, end: int) -> tuple[int, int]:

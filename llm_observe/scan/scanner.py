@@ -25,24 +25,14 @@ from operator import or_
 
 from llm_observe.scan import trie
 from llm_observe.scan.classifier import InjectionModel, shared_model
+from llm_observe.scan.digits import longest_run
 from llm_observe.scan.findings import INJECTION, Finding, FindingType, ScanResult
-from llm_observe.scan.normalize import fold, same_offsets, same_span
+from llm_observe.scan.normalize import fold, plain_ascii, same_offsets, same_span
 from llm_observe.scan.patterns import PatternEntry, PatternSet
 from llm_observe.scan.prefilter import Anchor, anchors, finditer, required_literals
 from llm_observe.scan.quoted import unquoted
 from llm_observe.scan.validators import VALIDATORS
 
-# Digits joined by at most two separator characters: "4111 1111 1111 1111",
-# "(212) 555-0100", "192.168.0.1" are each one run.
-# [0-9] rather than \d: the PII regexes use ASCII digits, and the range test is faster.
-_DIGIT_RUN = re.compile(r"[0-9](?:[ \-./()+]{0,2}[0-9])*")
-_NOT_DIGITS = str.maketrans("", "", " -./()+")
-# The same search on an ASCII text's byte skeleton (digit "0", separator "-", other "x"):
-# re finds a literal first character several times faster than a class ([0-9]).
-_SKELETON = bytes(b"0"[0] if chr(i) in "0123456789" else b"-"[0] if chr(i) in " -./()+"
-                  else b"x"[0] for i in range(256))
-_SKELETON_RUN = re.compile(rb"0(?:-{0,2}0)*")
-_DIGIT_BYTES = b"0123456789"
 # A phrase right after a negation is an instruction *against* the attack ("never reveal
 # your system prompt" is a normal system prompt), so it is not a finding.
 _NEGATIONS = ("not ", "never ", "n't ", "n\u2019t ")
@@ -188,12 +178,18 @@ class Scanner:
         norm = ""
         negated: list[tuple[int, int]] = []  # folded spans of phrases after a negation
         automaton = self._automaton if injection else self._pii_automaton
+        raw: bytes | None = None  # the folded text's ASCII bytes (plain_ascii's case)
+        digits = -1  # how many digits the text holds, when known
         if automaton is not None:
-            norm = same_offsets(text) or ""  # the common case: the text's own offsets
             to_original: Callable[[int, int], tuple[int, int]] = same_span
-            if not norm:
-                folded = fold(text)
-                norm, to_original = folded.text, folded.span
+            plain = plain_ascii(text)  # the common case: the text's own offsets
+            if plain is not None:
+                norm, raw, digits = plain
+            else:
+                norm = same_offsets(text) or ""
+                if not norm:
+                    folded = fold(text)
+                    norm, to_original = folded.text, folded.span
             last = len(norm) - 1
             spans: list[tuple[int, int, int]] = []
             values = automaton.values
@@ -215,15 +211,18 @@ class Scanner:
                 findings = unquoted(text, self._phrase_findings(spans, to_original, field))
         # Injection regexes are the fallback for forms the phrases miss: one already
         # covered by a phrase finding would report the same occurrence twice.
-        covered = [(f.start, f.end) for f in findings if f.type == INJECTION]
+        covered = [(f.start, f.end) for f in findings if f.type == INJECTION] if findings else []
         found, triggered = triggered, triggered & self._regex_bits
-        ascii_text, lowered = text.isascii(), ""
+        ascii_text = raw is not None or text.isascii()
+        lowered = norm if raw is not None else ""  # plain_ascii's fold is text.lower()
         if not ascii_text:
             found = -1  # every literal "found": the pre-filter is for ASCII texts only
         both = self._both
         fired = self._always | (triggered & ~both)
-        if self._digits_only or triggered & both:
-            fired |= self._digit_gate_bits(text) & (self._digits_only | triggered)
+        # A known digit count below the lowest gate opens none (most prose: "3pm", "12%").
+        if (self._digits_only or triggered & both) and (
+                digits < 0 or digits >= self._least_digits):
+            fired |= self._digit_gate_bits(text, raw) & (self._digits_only | triggered)
         if (covered and not every_injection) or not injection:
             fired &= ~self._injection
         while fired:
@@ -245,7 +244,8 @@ class Scanner:
                 if rx.type == INJECTION and any(s < end and start < e for s, e in covered):
                     continue
                 findings.append(Finding(rx.type, rx.name, start, end, rx.severity, field))
-        findings = unquoted(text, findings, "regex")
+        if findings:
+            findings = unquoted(text, findings, "regex")
         model = (model or self.model) if injection else None
         if model is not None and (every_injection or not any(
                 f.type == INJECTION for f in findings)):
@@ -253,7 +253,9 @@ class Scanner:
             # against the attack; its words are blanked so the classifier does not read
             # them as one. The rest of the text is still scored, so prefixing a negated
             # phrase to an attack hides nothing.
-            score = model.detect(_blank(norm, negated) if negated else norm or fold(text).text)
+            score = (model.detect(_blank(norm, negated)) if negated
+                     else model.detect(norm, raw) if raw is not None
+                     else model.detect(norm or fold(text).text))
             if score is not None:
                 findings.append(Finding(INJECTION, CLASSIFIER_FINDING, 0, len(text), "high",
                                         field, "classifier", round(score, 4)))
@@ -280,18 +282,11 @@ class Scanner:
                                "phrase"))
         return out
 
-    def _digit_gate_bits(self, text: str) -> int:
-        if text.isascii():
-            raw = text.encode("ascii")
-            # Fewer digits in all than the lowest gate needs in one run: no gate opens.
-            # Most prose ("3pm", "12%") stops here, at two C calls.
-            if len(raw) - len(raw.translate(None, _DIGIT_BYTES)) < self._least_digits:
-                return 0
-            runs = _SKELETON_RUN.findall(raw.translate(_SKELETON))
-            longest = max((run.count(b"0") for run in runs), default=0)
-        else:
-            longest = max((len(run.translate(_NOT_DIGITS)) for run in _DIGIT_RUN.findall(text)),
-                          default=0)
+    def _digit_gate_bits(self, text: str, raw: bytes | None = None) -> int:
+        """The bits of the digit-gated regexes whose gate ``text``'s longest digit run
+        opens; ``raw``: ``text`` lower-cased as ASCII bytes, holding enough digits for
+        the lowest gate (the scanner counted them: plain_ascii)."""
+        longest = longest_run(text, self._least_digits, raw)
         bits = 0
         for min_digits, bit in self._digit_gates:
             if min_digits > longest:

@@ -17,9 +17,9 @@ import yaml
 
 from bench._common import COMPLETIONS, PROMPTS
 from llm_observe.scan import Finding, Scanner, load_patterns
+from llm_observe.scan.digits import DIGIT_RUN, NOT_DIGITS
 from llm_observe.scan.messages import _placed
-from llm_observe.scan.normalize import fold
-from llm_observe.scan.scanner import _DIGIT_RUN, _NOT_DIGITS
+from llm_observe.scan.normalize import fold, plain_ascii, same_offsets
 from llm_observe.scan.trie import Trie
 from tests.scan.prose import generate_prose
 
@@ -48,7 +48,7 @@ def corpus() -> list[str]:
 
 def longest_digit_run(text: str) -> int:
     """The definition: the most digits in one run of digits joined by <= 2 separators."""
-    return max((len(run.translate(_NOT_DIGITS)) for run in _DIGIT_RUN.findall(text)),
+    return max((len(run.translate(NOT_DIGITS)) for run in DIGIT_RUN.findall(text)),
                default=0)
 
 
@@ -66,6 +66,40 @@ def test_digit_gate_opens_exactly_the_gates_of_the_longest_run(text: str) -> Non
         if least <= longest:
             expected |= bit
     assert SCANNER._digit_gate_bits(text) == expected
+    plain = plain_ascii(text)
+    if plain is not None:  # the scanner's common case: the gate reads the folded bytes
+        _, raw, digits = plain
+        assert digits == sum(ch.isdigit() for ch in text)
+        closed = digits < SCANNER._digit_gates[0][0]
+        assert (0 if closed else SCANNER._digit_gate_bits(text, raw)) == expected
+
+
+CONTROLS = ["plain text", "two  spaces", "tab\there", "new\nline", "nul\x00", "bell\x07 7",
+            "del\x7f", "UPPER 123", "İstanbul", "café 42", "", " ", "1234567890", "a\u200bb"]
+
+
+@pytest.mark.parametrize("text", [*CONTROLS, *corpus()[::7]])
+def test_plain_ascii_is_same_offsets_on_ascii_texts(text: str) -> None:
+    plain = plain_ascii(text)
+    if not text.isascii():
+        assert plain is None
+        return
+    same = same_offsets(text)
+    assert (plain is None) == (same is None), text
+    if plain is not None:
+        low, raw, digits = plain
+        assert (low, raw, digits) == (same, same.encode("ascii"), sum(map(str.isdigit, text)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_word_model_reads_the_given_bytes_as_the_text(seed: int) -> None:
+    model = SCANNER.model
+    assert model is not None
+    phrases = [p for e in SCANNER.patterns.entries for p in e.phrases]
+    r = random.Random(seed)
+    for text in corpus()[seed::4]:
+        folded = fold(f"{text} {r.choice(phrases)}" if r.random() < 0.3 else text).text
+        assert model.detect(folded, folded.encode("utf-8")) == model.detect(folded)
 
 
 def test_trie_order_finds_the_same_matches() -> None:
