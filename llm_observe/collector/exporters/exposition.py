@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import gc
 import logging
+import sys
 import threading
 from typing import Any
 
@@ -49,6 +50,7 @@ RENDER_ERRORS = "llm_observe_scrape_render_errors"
 LEFT_OUT = "llm_observe_scrape_series_left_out"
 MAX_SERIES = 1_000_000  # Settings.max_scrape_series
 _EOF = b"# EOF\n"
+PIECE = 256 * 1024  # bytes per piece of a rendered exposition (render_pieces)
 
 
 def encode(families: list[Metric], fmt: str) -> bytes:
@@ -113,6 +115,11 @@ class Exposition:
         Never raises because of one family or collector; raises NothingRendered when
         none rendered at all.
         """
+        return b"".join(self.render_pieces(fmt, sys.maxsize))  # one piece: not copied again
+
+    def render_pieces(self, fmt: str = TEXT, size: int = PIECE) -> list[bytes]:
+        """:meth:`render`'s bytes in pieces, in order, each ending at the first label set past
+        ``size`` bytes: a scrape sends them without joining ~30 MB into one first."""
         if fmt not in (TEXT, OPENMETRICS):
             raise ValueError(f"unknown exposition format {fmt!r}")
         # The cyclic GC is paused while rendering: a histogram family at the label-set
@@ -126,24 +133,20 @@ class Exposition:
             paused = gc.isenabled()
             gc.disable()
             try:
-                return self._render(fmt)
+                return _pieces(self._render(fmt), size)
             finally:
                 long_lived.settle(young_first=False)
                 if paused:
                     gc.enable()
 
-    def _render(self, fmt: str) -> bytes:
+    def _render(self, fmt: str) -> list[bytes]:
         parts: list[bytes] = []
         failed = 0
         budget = SeriesBudget(self.max_series)
         collectors = registry_collectors(self.registry)
         self._forget(collectors)
         for collector in collectors:
-            if collector is self:
-                continue
-            body = self._fast_family(collector, fmt, budget)
-            if body is not None:
-                parts.append(body)
+            if collector is self or self._fast_family(collector, fmt, budget, parts):
                 continue
             try:
                 families = list(collector.collect())
@@ -171,29 +174,30 @@ class Exposition:
         parts.append(encode(self._own(), fmt))
         if fmt == OPENMETRICS:
             parts.append(_EOF)
-        return b"".join(parts)
+        return parts
 
-    def _fast_family(self, collector: object, fmt: str, budget: SeriesBudget) -> bytes | None:
-        """``collector`` by :class:`FamilyRender`, or None: render it the library's way."""
+    def _fast_family(self, collector: object, fmt: str, budget: SeriesBudget,
+                     parts: list[bytes]) -> bool:
+        """Append ``collector`` by :class:`FamilyRender`; False: render it the library's
+        way (nothing of it appended)."""
         if collector in self._slow or not supported(collector):
-            return None
+            return False
         fam = self._fast.get(collector)
+        mark, left, left_out = len(parts), budget.left, budget.left_out
         try:
             if fam is None:
                 fam = self._fast[collector] = FamilyRender(collector)
-            left, left_out = budget.left, budget.left_out
-            try:
-                return fam.render(fmt, budget)
-            except Exception:
-                budget.left, budget.left_out = left, left_out  # rendered again below
-                raise
+            fam.render(fmt, budget, parts)
+            return True
         except Unsupported as exc:
             log.debug("scrape: %r rendered by prometheus_client (%s)", collector, exc)
         except Exception as exc:  # a label value that cannot encode: repaired below
             log.debug("scrape: %r rendered by prometheus_client (%r)", collector, exc)
+        del parts[mark:]  # rendered again the library's way
+        budget.left, budget.left_out = left, left_out
         self._slow.add(collector)
         self._fast.pop(collector, None)
-        return None
+        return False
 
     def _forget(self, collectors: list[Any]) -> None:
         """Drop what is kept for objects no longer registered."""
@@ -237,6 +241,20 @@ def registry_collectors(registry: CollectorRegistry) -> list[Any]:
         return [registry]
     with lock:
         return list(names)
+
+
+def _pieces(parts: list[bytes], size: int) -> list[bytes]:
+    """``parts`` joined into pieces of at least ``size`` bytes (the last one shorter)."""
+    out: list[bytes] = []
+    start = total = 0
+    for i, part in enumerate(parts, 1):
+        total += len(part)
+        if total >= size:
+            out.append(b"".join(parts[start:i]))
+            start, total = i, 0
+    if start < len(parts):
+        out.append(b"".join(parts[start:]))
+    return out
 
 
 def _cleaned(family: Metric) -> Metric:
