@@ -34,6 +34,7 @@ from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPEN
 from llm_observe.bearer import bearer_ok
 from llm_observe.collector.exporters.exposition import MAX_SERIES, Exposition
 from llm_observe.collector.exporters.series_render import OPENMETRICS, TEXT
+from llm_observe.collector.longlived import long_lived
 from llm_observe.errors import LlmObserveError
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="llm-observe metrics"'}
 
 
+PREPARE_EVERY_S = 0.25  # how often to look for new label sets to render ahead of a scrape
 CONTENT_TYPES = {TEXT: CONTENT_TYPE_LATEST, OPENMETRICS: OPENMETRICS_TYPE}
 
 
@@ -89,6 +91,8 @@ class ScrapeServer:
         self._pool: ThreadPoolExecutor | None = None
         self._inflight: dict[str, asyncio.Future[list[bytes]]] = {}
         self._elsewhere = False
+        self._last_fmt = TEXT
+        self._preparer: asyncio.Future[None] | None = None
 
     @property
     def running(self) -> bool:
@@ -105,7 +109,7 @@ class ScrapeServer:
             return web.Response(status=401, headers=_CHALLENGE,
                                 text="missing or wrong bearer token "
                                      "(Authorization: Bearer <metrics token>)\n")
-        fmt = negotiate(request.headers.get("Accept", ""))
+        fmt = self._last_fmt = negotiate(request.headers.get("Accept", ""))
         try:
             body = await self.render(fmt)
         except Exception:
@@ -128,14 +132,36 @@ class ScrapeServer:
         the scrape thread; joins a render of that format already running."""
         future = self._inflight.get(fmt)
         if future is None:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-scrape")
             future = asyncio.get_running_loop().run_in_executor(
-                self._pool, self.exposition.render_pieces, fmt)
+                self._executor(), self.exposition.render_pieces, fmt)
             self._inflight[fmt] = future
             future.add_done_callback(partial(self._rendered, fmt))
         # shielded: a scraper that hangs up must not cancel the render the others wait for
         return await asyncio.shield(future)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-scrape")
+        return self._pool
+
+    async def _prepare(self) -> None:
+        """Every :data:`PREPARE_EVERY_S`, if label sets were made since the last look,
+        render them ahead of the next scrape (``Exposition.prepare``) on the scrape thread,
+        in the format last scraped: a scrape after a client filled the label-set budget
+        then renders changed sets, not ~35,000 new ones."""
+        loop = asyncio.get_running_loop()
+        seen = -1
+        while True:
+            await asyncio.sleep(PREPARE_EVERY_S)
+            made = long_lived.made_sets
+            if made == seen or self._inflight:
+                continue
+            seen = made
+            try:
+                await loop.run_in_executor(self._executor(), self.exposition.prepare,
+                                           self._last_fmt)
+            except Exception:  # the scrape renders (and reports) what failed here
+                log.debug("scrape: pre-render failed", exc_info=True)
 
     def _rendered(self, fmt: str, future: asyncio.Future[list[bytes]]) -> None:
         if self._inflight.get(fmt) is future:
@@ -167,10 +193,14 @@ class ScrapeServer:
             self.port = int(sockets[0][1]) if sockets else port
             self._runner = runner
             self.started_at = time.time()
+            self._preparer = asyncio.ensure_future(self._prepare())
             return True
 
     async def stop(self) -> None:
         async with self._lock:
+            if self._preparer is not None:
+                self._preparer.cancel()
+                self._preparer = None
             if self._runner is not None:
                 await self._runner.cleanup()
                 self._runner = None

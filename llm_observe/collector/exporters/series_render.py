@@ -136,9 +136,11 @@ class FamilyRender:
         self.shape: Shape | None = None
         self._headers: dict[str, bytes] = {}
 
-    def render(self, fmt: str, budget: SeriesBudget, out: list[bytes]) -> None:
+    def render(self, fmt: str, budget: SeriesBudget, out: list[bytes],
+               only_new: bool = False) -> None:
         """Append the family in ``fmt`` to ``out``; label sets that no longer fit ``budget``
-        are left out.
+        are left out. ``only_new``: render only the sets that have no kept lines yet (a
+        pre-render: ``out`` then holds only those).
 
         Raises :class:`Unsupported` (part of it may be in ``out``) when a label set does not
         match the reader; UnicodeEncodeError when a label value cannot be encoded.
@@ -168,7 +170,10 @@ class FamilyRender:
             s = series.get(labels)
             if s is None:
                 s = _Series(shape.prefixes(labels))
-                long_lived.made(1)  # kept as long as its label set: until exit
+                long_lived.made(1, sets=False)  # kept as long as its label set: until exit
+            elif only_new:
+                kept[labels] = s
+                continue
             kept[labels] = s
             if text:
                 key = read(child)
