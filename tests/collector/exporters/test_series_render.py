@@ -180,7 +180,7 @@ def test_a_scrape_after_prepare_matches_and_costs_less_than_a_first_one(fmt: str
 
 
 def test_prepare_changes_no_scrape() -> None:
-    r, m, extra = _registry()
+    r, m, _ = _registry()
     expo = Exposition(r)
     m.record(_spans(random.Random(3), 30))
     expo.prepare(OPENMETRICS)
