@@ -115,13 +115,7 @@ def test_the_series_budget_leaves_label_sets_out_and_counts_them() -> None:
 
 
 def test_a_budget_full_registry_renders_within_a_second_and_again_faster() -> None:
-    r = CollectorRegistry()
-    m = LlmMetrics(r)
-    spans = [LlmSpan(model=f"m{i}", provider="openai", service_name=f"s{j}", prompt_tokens=10,
-                     completion_tokens=5, latency_ms_total=900, latency_ms_ttft=100,
-                     finish_reason="stop") for i in range(500) for j in range(10)]
-    for k in range(0, len(spans), 1000):
-        m.record(spans[k:k + 1000])
+    r, m, spans = _budget_full()
     expo = Exposition(r)
     began = time.process_time()
     first = expo.render()
