@@ -34,14 +34,15 @@ from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPEN
 from llm_observe.bearer import bearer_ok
 from llm_observe.collector.exporters.exposition import MAX_SERIES, Exposition
 from llm_observe.collector.exporters.series_render import OPENMETRICS, TEXT
+from llm_observe.collector.longlived import long_lived
 from llm_observe.errors import LlmObserveError
 
 log = logging.getLogger(__name__)
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="llm-observe metrics"'}
-WRITE_SLICE = 256 * 1024
 
 
+PREPARE_EVERY_S = 0.25  # how often to look for new label sets to render ahead of a scrape
 CONTENT_TYPES = {TEXT: CONTENT_TYPE_LATEST, OPENMETRICS: OPENMETRICS_TYPE}
 
 
@@ -88,8 +89,10 @@ class ScrapeServer:
         self._runner: web.AppRunner | None = None
         self._lock = asyncio.Lock()
         self._pool: ThreadPoolExecutor | None = None
-        self._inflight: dict[str, asyncio.Future[bytes]] = {}
+        self._inflight: dict[str, asyncio.Future[list[bytes]]] = {}
         self._elsewhere = False
+        self._last_fmt = TEXT
+        self._preparer: asyncio.Future[None] | None = None
 
     @property
     def running(self) -> bool:
@@ -106,7 +109,7 @@ class ScrapeServer:
             return web.Response(status=401, headers=_CHALLENGE,
                                 text="missing or wrong bearer token "
                                      "(Authorization: Bearer <metrics token>)\n")
-        fmt = negotiate(request.headers.get("Accept", ""))
+        fmt = self._last_fmt = negotiate(request.headers.get("Accept", ""))
         try:
             body = await self.render(fmt)
         except Exception:
@@ -114,32 +117,53 @@ class ScrapeServer:
             return web.Response(status=500, text="no metric family could be rendered; "
                                                  "see the collector log\n")
         resp = web.StreamResponse(headers={"Content-Type": CONTENT_TYPES[fmt]})
-        resp.content_length = len(body)
+        resp.content_length = sum(map(len, body))
         await resp.prepare(request)
         if request.method != "HEAD":
-            # In slices: one write of a budget-full exposition (~29 MB) copied it twice on
-            # the loop and stalled it ~140 ms; a slice is a memoryview, sent as it drains.
-            view = memoryview(body)
-            for start in range(0, len(body), WRITE_SLICE):
-                await resp.write(view[start:start + WRITE_SLICE])
+            # In pieces (~256 KiB, joined on the scrape thread): one write of a budget-full
+            # exposition (~29 MB) copied it twice on the loop and stalled it ~140 ms.
+            for piece in body:
+                await resp.write(piece)
         await resp.write_eof()
         return resp
 
-    async def render(self, fmt: str = TEXT) -> bytes:
-        """The exposition in ``fmt``, rendered on the scrape thread; joins a render of that
-        format already running."""
+    async def render(self, fmt: str = TEXT) -> list[bytes]:
+        """The exposition in ``fmt`` in pieces (``Exposition.render_pieces``), rendered on
+        the scrape thread; joins a render of that format already running."""
         future = self._inflight.get(fmt)
         if future is None:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-scrape")
             future = asyncio.get_running_loop().run_in_executor(
-                self._pool, self.exposition.render, fmt)
+                self._executor(), self.exposition.render_pieces, fmt)
             self._inflight[fmt] = future
             future.add_done_callback(partial(self._rendered, fmt))
         # shielded: a scraper that hangs up must not cancel the render the others wait for
         return await asyncio.shield(future)
 
-    def _rendered(self, fmt: str, future: asyncio.Future[bytes]) -> None:
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="llm-observe-scrape")
+        return self._pool
+
+    async def _prepare(self) -> None:
+        """Every :data:`PREPARE_EVERY_S`, if label sets were made since the last look,
+        render them ahead of the next scrape (``Exposition.prepare``) on the scrape thread,
+        in the format last scraped: a scrape after a client filled the label-set budget
+        then renders changed sets, not ~35,000 new ones."""
+        loop = asyncio.get_running_loop()
+        seen = -1
+        while True:
+            await asyncio.sleep(PREPARE_EVERY_S)
+            made = long_lived.made_sets
+            if made == seen or self._inflight:
+                continue
+            seen = made
+            try:
+                await loop.run_in_executor(self._executor(), self.exposition.prepare,
+                                           self._last_fmt)
+            except Exception:  # the scrape renders (and reports) what failed here
+                log.debug("scrape: pre-render failed", exc_info=True)
+
+    def _rendered(self, fmt: str, future: asyncio.Future[list[bytes]]) -> None:
         if self._inflight.get(fmt) is future:
             del self._inflight[fmt]
         if not future.cancelled():
@@ -169,10 +193,14 @@ class ScrapeServer:
             self.port = int(sockets[0][1]) if sockets else port
             self._runner = runner
             self.started_at = time.time()
+            self._preparer = asyncio.ensure_future(self._prepare())
             return True
 
     async def stop(self) -> None:
         async with self._lock:
+            if self._preparer is not None:
+                self._preparer.cancel()
+                self._preparer = None
             if self._runner is not None:
                 await self._runner.cleanup()
                 self._runner = None

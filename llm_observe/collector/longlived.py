@@ -38,15 +38,19 @@ class LongLived:
         self.enabled = False
         self.pending = 0
         self.freezes = 0
+        self.made_sets = 0  # times new label sets were made: the scrape pre-renders them
 
     def enable(self) -> None:
         """Start freezing; what was made so far counts as frozen (``serve`` froze it)."""
         self.enabled = True
         self.pending = 0
 
-    def made(self, n: int) -> None:
-        """``n`` more objects (metric children, kept renders) that live until exit."""
+    def made(self, n: int, *, sets: bool = True) -> None:
+        """``n`` more objects that live until exit: a new label set's metric children, or
+        (``sets=False``) the exposition's kept render of one."""
         self.pending += n
+        if sets:
+            self.made_sets += 1
 
     def settle(self, young_first: bool = True) -> bool:
         """Freeze if ``every`` were made since the last freeze; True if it froze.

@@ -24,7 +24,10 @@ from __future__ import annotations
 import copy
 import gc
 import logging
+import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -49,6 +52,7 @@ RENDER_ERRORS = "llm_observe_scrape_render_errors"
 LEFT_OUT = "llm_observe_scrape_series_left_out"
 MAX_SERIES = 1_000_000  # Settings.max_scrape_series
 _EOF = b"# EOF\n"
+PIECE = 256 * 1024  # bytes per piece of a rendered exposition (render_pieces)
 
 
 def encode(families: list[Metric], fmt: str) -> bytes:
@@ -113,37 +117,63 @@ class Exposition:
         Never raises because of one family or collector; raises NothingRendered when
         none rendered at all.
         """
+        return b"".join(self.render_pieces(fmt, sys.maxsize))  # one piece: not copied again
+
+    def render_pieces(self, fmt: str = TEXT, size: int = PIECE) -> list[bytes]:
+        """:meth:`render`'s bytes in pieces, in order, each ending at the first label set past
+        ``size`` bytes: a scrape sends them without joining ~30 MB into one first."""
         if fmt not in (TEXT, OPENMETRICS):
             raise ValueError(f"unknown exposition format {fmt!r}")
-        # The cyclic GC is paused while rendering: a histogram family at the label-set
-        # budget is ~120,000 short-lived samples, alive until the family is rendered, so
-        # collections promoted them and triggered a full collection of the whole heap
-        # (180-620 ms measured, GIL held: the event loop stalled). Paused, the samples are
-        # freed by reference counting as each family is done, and nothing is promoted.
-        # The label sets' kept lines it made live until exit: frozen at once if enough
-        # were made (collector/longlived.py), before a collection would scan them all.
+        with self._rendering():
+            return _pieces(self._render(fmt), size)
+
+    def prepare(self, fmt: str = TEXT) -> None:
+        """Render, ahead of a scrape, the label sets of the metric objects that no scrape
+        has rendered yet; their lines are kept for the next scrape in ``fmt``.
+
+        A hostile client fills the label-set budget over a few batches; rendered as they
+        come, the sets are not all new to the first scrape after (the cost of a set's first
+        render is ~3x that of a set that changed). Sets that only changed are left to the
+        scrape: rendered now, most would change again before it.
+        """
+        if fmt not in (TEXT, OPENMETRICS):
+            raise ValueError(f"unknown exposition format {fmt!r}")
+        with self._rendering():
+            budget, sink = SeriesBudget(self.max_series), list[bytes]()
+            for collector in registry_collectors(self.registry):
+                if collector is not self:
+                    self._fast_family(collector, fmt, budget, sink, only_new=True)
+                    sink.clear()
+
+    @contextmanager
+    def _rendering(self) -> Iterator[None]:
+        """One render at a time, with the cyclic GC paused.
+
+        Why paused: a histogram family at the label-set budget was ~120,000 short-lived
+        samples, alive until the family was rendered, so collections promoted them and
+        triggered a full collection of the whole heap (180-620 ms measured, GIL held: the
+        event loop stalled). The label sets' kept lines a render makes live until exit:
+        frozen at once if enough were made (collector/longlived.py), before a collection
+        would scan them all.
+        """
         with self._lock:
             paused = gc.isenabled()
             gc.disable()
             try:
-                return self._render(fmt)
+                yield
             finally:
                 long_lived.settle(young_first=False)
                 if paused:
                     gc.enable()
 
-    def _render(self, fmt: str) -> bytes:
+    def _render(self, fmt: str) -> list[bytes]:
         parts: list[bytes] = []
         failed = 0
         budget = SeriesBudget(self.max_series)
         collectors = registry_collectors(self.registry)
         self._forget(collectors)
         for collector in collectors:
-            if collector is self:
-                continue
-            body = self._fast_family(collector, fmt, budget)
-            if body is not None:
-                parts.append(body)
+            if collector is self or self._fast_family(collector, fmt, budget, parts):
                 continue
             try:
                 families = list(collector.collect())
@@ -171,29 +201,30 @@ class Exposition:
         parts.append(encode(self._own(), fmt))
         if fmt == OPENMETRICS:
             parts.append(_EOF)
-        return b"".join(parts)
+        return parts
 
-    def _fast_family(self, collector: object, fmt: str, budget: SeriesBudget) -> bytes | None:
-        """``collector`` by :class:`FamilyRender`, or None: render it the library's way."""
+    def _fast_family(self, collector: object, fmt: str, budget: SeriesBudget,
+                     parts: list[bytes], only_new: bool = False) -> bool:
+        """Append ``collector`` by :class:`FamilyRender`; False: render it the library's
+        way (nothing of it appended)."""
         if collector in self._slow or not supported(collector):
-            return None
+            return False
         fam = self._fast.get(collector)
+        mark, left, left_out = len(parts), budget.left, budget.left_out
         try:
             if fam is None:
                 fam = self._fast[collector] = FamilyRender(collector)
-            left, left_out = budget.left, budget.left_out
-            try:
-                return fam.render(fmt, budget)
-            except Exception:
-                budget.left, budget.left_out = left, left_out  # rendered again below
-                raise
+            fam.render(fmt, budget, parts, only_new)
+            return True
         except Unsupported as exc:
             log.debug("scrape: %r rendered by prometheus_client (%s)", collector, exc)
         except Exception as exc:  # a label value that cannot encode: repaired below
             log.debug("scrape: %r rendered by prometheus_client (%r)", collector, exc)
+        del parts[mark:]  # rendered again the library's way
+        budget.left, budget.left_out = left, left_out
         self._slow.add(collector)
         self._fast.pop(collector, None)
-        return None
+        return False
 
     def _forget(self, collectors: list[Any]) -> None:
         """Drop what is kept for objects no longer registered."""
@@ -237,6 +268,20 @@ def registry_collectors(registry: CollectorRegistry) -> list[Any]:
         return [registry]
     with lock:
         return list(names)
+
+
+def _pieces(parts: list[bytes], size: int) -> list[bytes]:
+    """``parts`` joined into pieces of at least ``size`` bytes (the last one shorter)."""
+    out: list[bytes] = []
+    start = total = 0
+    for i, part in enumerate(parts, 1):
+        total += len(part)
+        if total >= size:
+            out.append(b"".join(parts[start:i]))
+            start, total = i, 0
+    if start < len(parts):
+        out.append(b"".join(parts[start:]))
+    return out
 
 
 def _cleaned(family: Metric) -> Metric:
