@@ -31,7 +31,8 @@ import time
 from typing import Any
 
 from bench._common import emit
-from bench.receiver import BATCH, Sink
+from bench.receiver import BATCH
+from bench.receiver_sink import Sink
 from bench.write_ahead import batches, wait_for_room
 
 SETUPS = ("grpc_1", "http_1", "grpc_3", "grpc_3_mixed")

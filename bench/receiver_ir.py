@@ -136,7 +136,8 @@ def main() -> None:
         child(args.child[0], int(args.child[1]), args.child[2])
         return
     from bench.baseline import worktree
-    from bench.receiver import Sink, make_requests
+    from bench.receiver import make_requests
+    from bench.receiver_sink import Sink
 
     refs = [r for r in args.baseline.split(",") if r]
     trees = {"current": REPO, **{ref: worktree(ref) for ref in refs}}

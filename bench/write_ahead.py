@@ -34,7 +34,8 @@ import time
 from typing import Any
 
 from bench._common import emit
-from bench.receiver import BATCH, Sink, make_requests
+from bench.receiver import BATCH, make_requests
+from bench.receiver_sink import Sink
 
 MODES = ("default", "write_ahead")
 
