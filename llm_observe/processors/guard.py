@@ -141,7 +141,6 @@ class GuardProcessor:
                                "encoder", round(score, 4), role, index)
         return None
 
-
     def verdict(self, found: list[Finding], text: str, segments: Sequence[Segment] | None,
                 location: str) -> list[Finding]:
         """The findings of a scan someone asked for and waits on (the scan API, the
