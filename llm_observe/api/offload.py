@@ -91,12 +91,13 @@ class Gate:
             if not self._give_up(turn):
                 raise self._busy("deadline", f"{self.kind} work waited over "
                                  f"{self.bound.wait_s:g} s for a free thread") from None
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # a server run with handler_cancellation
             if self._give_up(turn):
                 self._release()
+            if _gone(request):
+                self._shed.labels(self.kind, "client_gone").inc()
             raise
-        transport = request.transport
-        if transport is None or transport.is_closing():  # nobody will read the answer
+        if _gone(request):  # nobody will read the answer: do not spend the CPU on it
             self._shed.labels(self.kind, "client_gone").inc()
             self._release()
             raise ApiError(503, "client_gone", "the client closed the connection while "
@@ -137,6 +138,11 @@ class Gate:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
