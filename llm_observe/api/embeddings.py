@@ -60,6 +60,8 @@ def _embedder_or_503(request: web.Request) -> Any:
 
 async def embed_handler(request: web.Request) -> web.Response:
     """Embed each text; vectors are L2-normalised, 384 floats each."""
+    gate = request.app[AppKeys.offload].embed
+    gate.check()  # full: answer before reading and parsing the body
     fields = await json_object(request)
     texts = _texts(fields)
     fields.check()
@@ -67,7 +69,7 @@ async def embed_handler(request: web.Request) -> web.Response:
     from llm_observe.embedding import EmbedderNotReady, EmbeddingInputError
 
     try:
-        vectors = await request.app[AppKeys.offload].embed.run(request, embedder.embed, texts)
+        vectors = await gate.run(request, embedder.embed, texts)
     except EmbedderNotReady:  # raced the end of the warm-up, or it failed meanwhile
         raise unavailable("warming_up", "the embedding model is warming up; retry shortly",
                           2) from None

@@ -60,6 +60,13 @@ class Gate:
     def waiting(self) -> int:
         return len(self._queue)
 
+    def check(self) -> None:
+        """Raise the queue-full 503 now if a request would get it: a handler calls this
+        before reading and parsing a body that could only be refused (a burst of them
+        otherwise costs the loop their parsing)."""
+        if self._running >= self.bound.running and len(self._queue) >= self.bound.waiting:
+            raise self._full()
+
     async def run(self, request: web.Request, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a thread once a slot is free (see the module docstring)."""
         await self._turn(request)
@@ -81,8 +88,7 @@ class Gate:
             self._running += 1
             return
         if len(self._queue) >= self.bound.waiting:
-            raise self._busy("queue", f"{self.kind} work is at its bound ({self.bound.running}"
-                             f" running, {self.bound.waiting} waiting)")
+            raise self._full()
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.append(turn)
         try:
@@ -113,6 +119,10 @@ class Gate:
         except ValueError:
             pass
         return False
+
+    def _full(self) -> ApiError:
+        return self._busy("queue", f"{self.kind} work is at its bound ({self.bound.running} "
+                          f"running, {self.bound.waiting} waiting)")
 
     def _busy(self, reason: str, message: str) -> ApiError:
         self._shed.labels(self.kind, reason).inc()

@@ -87,6 +87,10 @@ def _messages(fields: Fields) -> list[tuple[str, str]] | None:
 async def scan_handler(request: web.Request) -> web.Response:
     """Scan ``text`` or ``messages``; with ``redact: true`` also answer them with PII
     replaced."""
+    collector = request.app[AppKeys.collector]
+    gate = request.app[AppKeys.offload].scan
+    if collector.guard is not None:
+        gate.check()  # full: answer before reading and parsing the body
     fields = await json_object(request)
     messages = _messages(fields)
     text = fields.string("text", required=fields.data.get("messages") is None,
@@ -95,9 +99,8 @@ async def scan_handler(request: web.Request) -> web.Response:
         fields.fail("text", "give text or messages, not both")
     want_redacted = fields.boolean("redact")
     fields.check()
-    collector = request.app[AppKeys.collector]
     scan = RequestScanner(collector.scanner, collector.guard)
-    run = off_loop if collector.guard is None else request.app[AppKeys.offload].scan.run
+    run = off_loop if collector.guard is None else gate.run
     if messages is not None:
         return web.json_response(await run(request, _scan_messages, scan, messages,
                                            want_redacted))
