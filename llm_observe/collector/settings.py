@@ -55,7 +55,7 @@ class Settings:
     api_embed_running: int = CORES
     api_embed_waiting: int = 4 * CORES
     api_body_running: int = CORES
-    api_body_waiting: int = 4 * CORES
+    api_body_waiting: int = 16 * CORES  # a body's work takes milliseconds: a deeper queue
     api_offload_wait_s: float = 5.0
     redis_url: str | None = None  # events; and shared state (redis_state) across workers/replicas
     redis_state: bool = True  # with redis_url: tool-call chain state lives in Redis
