@@ -56,10 +56,6 @@ class Gate:
         self._queue: collections.deque[asyncio.Future[None]] = collections.deque()
         self._mean_s = 0.05  # moving mean of a call's seconds, for Retry-After
 
-    @property
-    def waiting(self) -> int:
-        return len(self._queue)
-
     def check(self) -> None:
         """Raise the queue-full 503 now if a request would get it: a handler calls this
         before reading and parsing a body that could only be refused (a burst of them
