@@ -30,6 +30,7 @@ from llm_observe.api.bridge import attach_bridge
 from llm_observe.api.errors import Handler, error_middleware
 from llm_observe.api.events import EventPublisher
 from llm_observe.api.keys import ApiState, AppKeys
+from llm_observe.api.offload import Offload
 from llm_observe.api.request import HANDLER_ARGS
 from llm_observe.api.scrape import ScrapeServer
 from llm_observe.collector.assembly import Collector
@@ -75,6 +76,7 @@ def create_app(collector: Collector) -> web.Application:
                                        token=settings.metrics_token,
                                        max_series=settings.max_scrape_series)
     app[AppKeys.events] = EventPublisher(settings.redis_url, collector.registry)
+    app[AppKeys.offload] = Offload.from_settings(settings, collector.registry)
     for method, path, handler in ROUTES:
         if method == "GET":  # GET routes answer HEAD too (uptime checks use it)
             app.router.add_get(path, handler)
@@ -101,3 +103,4 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     detach_bridge()
     await app[AppKeys.scrape].stop()
     await events.stop()
+    app[AppKeys.offload].close()

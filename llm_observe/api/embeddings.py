@@ -3,12 +3,12 @@
 Request ``{"texts": [str, ...]}`` (1-64 texts of up to 20,000 characters); answer
 ``{model, dimension, embeddings: [[float, ...], ...]}`` in input order. 503 with a clear
 message while the model warms up (with Retry-After) or when the ``embeddings`` extra is not
-installed. Inference is CPU-bound and runs in a thread, never on the event loop.
+installed. Inference is CPU-bound and runs in a thread behind the ``embed`` gate
+(api/offload.py: 503 ``busy`` with Retry-After past its bound), never on the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from aiohttp import web
@@ -60,6 +60,8 @@ def _embedder_or_503(request: web.Request) -> Any:
 
 async def embed_handler(request: web.Request) -> web.Response:
     """Embed each text; vectors are L2-normalised, 384 floats each."""
+    gate = request.app[AppKeys.offload].embed
+    gate.check()  # full: answer before reading and parsing the body
     fields = await json_object(request)
     texts = _texts(fields)
     fields.check()
@@ -67,7 +69,7 @@ async def embed_handler(request: web.Request) -> web.Response:
     from llm_observe.embedding import EmbedderNotReady, EmbeddingInputError
 
     try:
-        vectors = await asyncio.get_running_loop().run_in_executor(None, embedder.embed, texts)
+        vectors = await gate.run(request, embedder.embed, texts)
     except EmbedderNotReady:  # raced the end of the warm-up, or it failed meanwhile
         raise unavailable("warming_up", "the embedding model is warming up; retry shortly",
                           2) from None

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from llm_observe.api.events import EventPublisher
+from llm_observe.api.offload import Offload
 from llm_observe.api.scrape import ScrapeServer
 from llm_observe.collector.assembly import Collector
 from llm_observe.collector.settings import Settings
@@ -36,3 +37,4 @@ class AppKeys:
     events = web.AppKey("events", EventPublisher)
     scrape = web.AppKey("scrape", ScrapeServer)
     state = web.AppKey("state", ApiState)
+    offload = web.AppKey("offload", Offload)  # the bounded gates of CPU work in threads

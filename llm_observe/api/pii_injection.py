@@ -9,15 +9,15 @@ offsets index that message's ``content`` (scan/requests.py). With the encoder ti
 (the [guard] extra, ``guard.enabled``: on by default), untrusted texts are also read by
 it, and it decides the injection verdict of untrusted parts with the cheap tiers' scores (the
 stacked verdict, processors/guard.py ``verdict``): then the scan always runs in a worker
-thread (a model run takes milliseconds). Findings never carry the matched text (see
-``scan.findings``): the answer of a scan must not become a second copy of the secret.
+thread behind the ``scan`` gate (a model run takes milliseconds; api/offload.py: at most
+``api_scan_running`` at once and ``api_scan_waiting`` queued, past them 503 ``busy``).
+Findings never carry the matched text (see ``scan.findings``): the answer of a scan
+must not become a second copy of the secret.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from aiohttp import web
 
@@ -28,7 +28,6 @@ from llm_observe.scan.requests import RequestScanner
 from llm_observe.scan.roles import role_of
 from llm_observe.span import MAX_TEXT_CHARS
 
-T = TypeVar("T")
 MAX_MESSAGES = 100_000
 MAX_ROLE_CHARS = 64
 
@@ -88,6 +87,10 @@ def _messages(fields: Fields) -> list[tuple[str, str]] | None:
 async def scan_handler(request: web.Request) -> web.Response:
     """Scan ``text`` or ``messages``; with ``redact: true`` also answer them with PII
     replaced."""
+    collector = request.app[AppKeys.collector]
+    gate = request.app[AppKeys.offload].scan
+    if collector.guard is not None:
+        gate.check()  # full: answer before reading and parsing the body
     fields = await json_object(request)
     messages = _messages(fields)
     text = fields.string("text", required=fields.data.get("messages") is None,
@@ -96,15 +99,11 @@ async def scan_handler(request: web.Request) -> web.Response:
         fields.fail("text", "give text or messages, not both")
     want_redacted = fields.boolean("redact")
     fields.check()
-    collector = request.app[AppKeys.collector]
     scan = RequestScanner(collector.scanner, collector.guard)
-    run = off_loop if collector.guard is None else _in_thread
+    run = off_loop if collector.guard is None else gate.run
     if messages is not None:
         return web.json_response(await run(request, _scan_messages, scan, messages,
                                            want_redacted))
     assert text is not None
     return web.json_response(await run(request, _scan, scan, text, want_redacted))
 
-
-async def _in_thread(request: web.Request, fn: Callable[..., T], *args: Any) -> T:
-    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)

@@ -10,7 +10,6 @@ sent, and :func:`read_body` inflates them with the bounded inflater every HTTP d
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import re
@@ -42,12 +41,13 @@ T = TypeVar("T")
 
 
 async def off_loop(request: web.Request, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` inline for small bodies, in the default executor for large ones (and
-    compressed ones, whose Content-Length does not tell their size)."""
+    """``fn(*args)`` inline for small bodies; for large ones (and compressed ones, whose
+    Content-Length does not tell their size) in a thread behind the ``body`` gate
+    (api/offload.py: 503 busy with Retry-After past its bound)."""
     if (request.content_length or 0) <= OFF_LOOP_BYTES \
             and hdrs.CONTENT_ENCODING not in request.headers:
         return fn(*args)
-    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+    return await request.app[AppKeys.offload].body.run(request, fn, *args)
 
 
 def _is_json(content_type: str) -> bool:

@@ -19,6 +19,10 @@ from llm_observe.errors import ConfigError
 
 ENV_PREFIX = "LLM_OBSERVE_"
 MiB = 1024 * 1024
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+# The API's offloaded CPU work (api/offload.py), per kind: threads running it, requests queued
+OFFLOAD_BOUNDS = tuple(f"api_{kind}_{side}" for kind in ("scan", "embed", "body")
+                       for side in ("running", "waiting"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +48,15 @@ class Settings:
     # REST API
     max_body_bytes: int = 1 * MiB
     max_batch_spans: int = 1000
+    # CPU work offloaded to threads (api/offload.py): past running + waiting, or after
+    # waiting api_offload_wait_s, a request is answered 503 busy with Retry-After
+    api_scan_running: int = CORES
+    api_scan_waiting: int = 4 * CORES
+    api_embed_running: int = CORES
+    api_embed_waiting: int = 4 * CORES
+    api_body_running: int = CORES
+    api_body_waiting: int = 16 * CORES  # a body's work takes milliseconds: a deeper queue
+    api_offload_wait_s: float = 5.0
     redis_url: str | None = None  # events; and shared state (redis_state) across workers/replicas
     redis_state: bool = True  # with redis_url: tool-call chain state lives in Redis
     # OTLP receiver and forwarder
@@ -102,6 +115,10 @@ class Settings:
                      "max_text_chars",
                      "embedding_queue_max", "otlp_http_inflight_max_bytes"):
             _check(getattr(self, name) >= 1, name, "must be >= 1")
+        for name in OFFLOAD_BOUNDS:
+            value = getattr(self, name)
+            _check(type(value) is int and value >= 1, name, "must be an integer >= 1")
+        _check(self.api_offload_wait_s > 0, "api_offload_wait_s", "must be > 0 (seconds)")
         _check(self.embedding_threads >= 0, "embedding_threads", "must be >= 0")
         _check(self.shutdown_timeout_s >= 0, "shutdown_timeout_s", "must be >= 0")
         for name in ("otlp_http_header_timeout_s", "otlp_http_body_timeout_s"):
@@ -167,5 +184,6 @@ def _parse(name: str, type_name: str, raw: str) -> Any:
         try:
             return int(raw) if type_name.startswith("int") else float(raw)
         except ValueError:
-            raise ConfigError("environment", env_name, f"must be a number, got {raw!r}") from None
+            kind = "a whole number" if type_name.startswith("int") else "a number"
+            raise ConfigError("environment", env_name, f"must be {kind}, got {raw!r}") from None
     return raw or None

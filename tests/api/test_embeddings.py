@@ -81,3 +81,28 @@ async def test_bad_input_is_422_even_before_the_model_is_ready(api: Any, payload
     resp = await api.post("/v1/embeddings/embed", json=payload)
     assert resp.status == 422
     assert (await resp.json())["error"]["details"][0]["field"] == "texts"
+
+
+async def test_a_burst_over_the_embed_gate_is_503_busy_and_the_rest_embedded(
+        make_client: MakeClient, warm: Any) -> None:
+    import asyncio
+
+    collector = make_collector(api_embed_running=1, api_embed_waiting=1, api_offload_wait_s=60.0)
+    collector.embedder = warm
+    api = await make_client(collector)
+    bodies = [{"texts": [f"request {i} text {j} about invoices and refunds " * 20
+                         for j in range(32)]} for i in range(6)]
+
+    async def embed(body: dict[str, Any]) -> tuple[int, Any, Any]:
+        async with api.post("/v1/embeddings/embed", json=body) as resp:
+            return resp.status, resp.headers, await resp.json()
+
+    answers = await asyncio.gather(*(embed(body) for body in bodies))
+    statuses = [status for status, _, _ in answers]
+    assert statuses.count(200) >= 2 and 503 in statuses, answers
+    for status, headers, body in answers:
+        if status == 503:
+            assert body["error"]["details"] == {"work": "embed", "reason": "queue"}
+            assert int(headers["Retry-After"]) >= 1
+        else:
+            assert len(body["embeddings"]) == 32
