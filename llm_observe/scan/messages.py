@@ -54,12 +54,14 @@ class RoleScanner:
         if not text:
             return []
         if not segments:  # one run of one role (the common case, without _run's layer)
+            # The scanner places the findings itself (role, no message): no copies.
             injection, model = self._rule.get(default, _TRUSTED)
-            result = (self.scanner.scan(text, field, every_injection=every_injection,
-                                        injection=injection, model=model)
-                      if self._cache_from > len(text) else
-                      self._cached(text, field, every_injection, injection, model)).findings
-            return [_placed(f, 0, default, -1) for f in result] if result else []
+            place = (default, -1)
+            return list((self.scanner.scan(text, field, every_injection=every_injection,
+                                           injection=injection, model=model, place=place)
+                         if self._cache_from > len(text) else
+                         self._cached(text, field, every_injection, injection, model,
+                                      place)).findings)
         out: list[Finding] = []
         look = True  # still looking for injection
         for run in runs(text, segments, default):
@@ -93,17 +95,18 @@ class RoleScanner:
         return out
 
     def _cached(self, text: str, field: str, every_injection: bool, injection: bool,
-                model: InjectionModel | None) -> ScanResult:
+                model: InjectionModel | None,
+                place: tuple[str | None, int | None] = (None, None)) -> ScanResult:
         assert self.cache is not None
 
         def run(t: str) -> ScanResult:
             return self.scanner.scan(t, field, every_injection=every_injection,
-                                     injection=injection, model=model)
+                                     injection=injection, model=model, place=place)
 
         # The rule: all the result depends on besides the text. A PII-only scan ignores
-        # every_injection and the classifier, so the app's texts share one rule per field.
+        # every_injection and the classifier: the app's texts share a rule per field, place.
         # The models are this object's own (self.models, the scanner's): their ids hold.
-        rule = (field, every_injection, id(model)) if injection else (field,)
+        rule = (field, place, every_injection, id(model)) if injection else (field, place)
         return self.cache.scan(text, rule, run)
 
 
