@@ -5,8 +5,9 @@ history on every call of a conversation; scanning them again is work done before
 role scanner (scan/messages.py) scans a call's text message run by message run, so a run
 seen before, under the same rule, is answered from here. What is cached is the scanner's
 own result for that run (:class:`~llm_observe.scan.findings.ScanResult`, offsets into the
-run): a pure function of the run's text and of the rule (field label, injection looked
-for or not, every occurrence or the verdict, the classifier and its threshold), so a hit
+run): a pure function of the run's text and of the rule (field label, the role and message
+stamped on its findings, injection looked for or not, every occurrence or the verdict, the
+classifier and its threshold), so a hit
 gives exactly the findings a scan would (tests/scan/test_scan_cache.py compares both).
 
 Contract:
