@@ -46,6 +46,19 @@ COMPLETIONS = [
 ]
 
 
+def distinct(text: str, n: int) -> str:
+    """``text`` with the case of its first 16 ASCII letters flipped by the bits of ``n``
+    (2**16 variants; in PROMPTS all before the e-mail address): each span's text its
+    own string, so no cache by exact text (llm_observe/scan/cache.py) can serve a bench
+    text twice, while it folds, scans and redacts as ``text`` does (same findings)."""
+    chars = list(text)
+    letters = [i for i, c in enumerate(chars) if c.isascii() and c.isalpha()][:16]
+    for bit, at in enumerate(letters):
+        if n >> bit & 1:
+            chars[at] = chars[at].swapcase()
+    return "".join(chars)
+
+
 def emit(bench: str, figure: str, value: float, unit: str, **extra: Any) -> None:
     """Print one figure as a JSON line."""
     row = {"bench": bench, "figure": figure, "value": round(value, 3), "unit": unit, **extra}

@@ -11,10 +11,25 @@ Prints JSON lines:
 The scanner's own figures (vs the naive baseline, false positives) are in
 bench/scan.py.
 
-Run from the repository root: python -m bench.processors [--quick]
+``--baseline 51b5287[,REF]``: instead, the chain at 10k spans with counts provided (the
+issue's target), ours and each commit's own chain from a git worktree beside the
+repository (bench/baseline.py), each run in a fresh process pinned to one core with that
+tree's own harness (``make_spans``, ``_run``: the same spans, its own processors and
+metrics), alternating for ``--rounds`` rounds; spans/s (wall, median of 3 batches after a
+warm-up batch) and CPU µs a span, and the medians of the per-round ratios.
+
+Run from the repository root: python -m bench.processors [--quick] [--baseline REF
+[--rounds 5]]
 """
 
 from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
 
 from prometheus_client import CollectorRegistry
 
@@ -146,7 +161,69 @@ def genai_ratios(spans: list[LlmSpan]) -> None:
              tokens=tokens, target=0.6, note="median of paired CPU-time ratios")
 
 
+# A child runs one tree's chain with that tree's own harness; only names every release's
+# bench/processors.py has (1.8.2's too) are used.
+_CHILD = """
+import json, sys, time
+from bench import processors as p
+from bench._common import pin_one_core
+pin_one_core()
+n, with_counts = int(sys.argv[1]), sys.argv[2] == "1"
+chain = p.ProcessorChain([p.TokensProcessor(), p.CostProcessor(p.load_price_table()),
+                          p.ScanProcessor(p.Scanner(p.load_patterns())), p.SamplingProcessor()])
+metrics = p.LlmMetrics(p.CollectorRegistry())
+batches = [p.make_spans(n, with_counts) for _ in range(4)]
+walls, cpus = [], []
+for i, batch in enumerate(batches):
+    w, c = time.perf_counter(), time.process_time()
+    p._run(chain, metrics, batch)
+    if i:  # the first batch warms tables and caches
+        walls.append(time.perf_counter() - w)
+        cpus.append(time.process_time() - c)
+print(json.dumps([sorted(walls)[1], sorted(cpus)[1]]))
+"""
+
+
+def chain_in(root: str, n: int, with_counts: bool) -> tuple[float, float]:
+    """(wall s, CPU s) of ``n`` spans through the chain of the tree at ``root``."""
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(n), "1" if with_counts else "0"],
+                          cwd=root, env={**os.environ, "PYTHONPATH": root},
+                          capture_output=True, text=True, check=True)
+    wall, cpu = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(wall), float(cpu)
+
+
+def bench_baseline(refs: list[str], rounds: int, n: int = 10_000) -> None:
+    from bench.baseline import REPO, worktree
+
+    trees = {"ours": str(REPO), **{ref: str(worktree(ref)) for ref in refs}}
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+    for _ in range(rounds):
+        for name, root in trees.items():
+            runs[name].append(chain_in(root, n, True))
+    for name, samples in runs.items():
+        extra = {"tree": name, "spans": n, "token_counts": "provided", "rounds": rounds}
+        for ref in refs if name == "ours" else []:
+            pairs = list(zip(samples, runs[ref], strict=True))
+            extra[f"ratio_vs_{ref}"] = round(statistics.median(b[0] / o[0] for o, b in pairs), 3)
+            extra[f"cpu_ratio_vs_{ref}"] = round(statistics.median(b[1] / o[1] for o, b in pairs),
+                                                 3)
+            extra[f"ratio_vs_{ref}_rounds"] = [round(b[0] / o[0], 3) for o, b in pairs]
+        emit("processors", "chain_spans_per_s", n / statistics.median(s[0] for s in samples),
+             "spans/s", target=45_000, **extra)
+        emit("processors", "chain_cpu_us_per_span",
+             statistics.median(s[1] for s in samples) / n * 1e6, "us/span", tree=name)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--baseline", default="", help="commits, comma-separated")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    if args.baseline:
+        bench_baseline(args.baseline.split(","), args.rounds)
+        return
     pin_one_core()
     sizes = [1_000, 10_000] if quick() else [1_000, 10_000, 100_000]
     bench_chain(sizes)

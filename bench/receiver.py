@@ -43,7 +43,7 @@ import statistics
 import time
 from typing import Any
 
-from bench._common import COMPLETIONS, PROMPTS, emit
+from bench._common import COMPLETIONS, PROMPTS, distinct, emit
 from bench.receiver_sink import Sink
 
 BATCH = 512
@@ -104,8 +104,11 @@ def make_requests(n_requests: int, text: bool, seed: int = 42) -> list[bytes]:
             if i % 17 == 0:
                 attrs["llm_observe.retry_count"] = 1
             if text:
-                attrs["llm_observe.prompt"] = PROMPTS[(q + i) % len(PROMPTS)]
-                attrs["llm_observe.completion"] = COMPLETIONS[(q + i) % len(COMPLETIONS)]
+                # Eight texts, each span's a variant of its own (bench/_common.py distinct).
+                attrs["llm_observe.prompt"] = distinct(PROMPTS[(q + i) % len(PROMPTS)],
+                                                       q * BATCH + i)
+                attrs["llm_observe.completion"] = distinct(
+                    COMPLETIONS[(q + i) % len(COMPLETIONS)], q * BATCH + i)
             span.attributes.extend(kv(k, v) for k, v in attrs.items())
         out.append(req.SerializeToString())
     return out

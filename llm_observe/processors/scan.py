@@ -8,6 +8,7 @@ so, and the forwarder redacts what was not scanned rather than send it raw.
 from __future__ import annotations
 
 from llm_observe.scan import Finding, Scanner
+from llm_observe.scan.cache import ScanCache
 from llm_observe.scan.messages import RoleScanner
 from llm_observe.scan.roles import ASSISTANT, UNKNOWN
 from llm_observe.span import LlmSpan
@@ -29,14 +30,21 @@ class ScanProcessor:
     finding when the text is an injection attempt (the API's scan endpoint lists every
     injection occurrence). Spans without text keep their flags and get no findings.
     Pure CPU, no I/O.
+
+    ``cache``: results of message runs of at least ``cache.min_chars`` characters, by
+    exact text (scan/cache.py: the system prompt and history a conversation repeats on
+    every call are scanned once): ``True`` (the default) a :class:`ScanCache` of this
+    stage's own, ``False`` none (everything scanned afresh). Same findings either way.
     """
 
     name = "scan"
     blocking = False
 
-    def __init__(self, scanner: Scanner, max_text_chars: int = DEFAULT_MAX_TEXT_CHARS) -> None:
+    def __init__(self, scanner: Scanner, max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+                 cache: ScanCache | bool = True) -> None:
         self.scanner = scanner
-        self.roles = RoleScanner(scanner)
+        self.cache = cache if isinstance(cache, ScanCache) else ScanCache() if cache else None
+        self.roles = RoleScanner(scanner, self.cache)
         self.max_text_chars = max_text_chars
 
     def process(self, batch: list[LlmSpan]) -> None:

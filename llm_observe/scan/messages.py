@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import fields
 
 from llm_observe.scan import roles as r
+from llm_observe.scan.cache import ScanCache
 from llm_observe.scan.classifier import InjectionModel
-from llm_observe.scan.findings import INJECTION, Finding
+from llm_observe.scan.findings import INJECTION, Finding, ScanResult
 from llm_observe.scan.scanner import Scanner
 
 Run = tuple[int, int, str, int, tuple[r.Segment, ...]]  # start, end, role, index, parts
@@ -25,10 +26,15 @@ _TRUSTED: tuple[bool, InjectionModel | None] = (False, None)
 
 class RoleScanner:
     """A :class:`Scanner` with the classifier at each untrusted role's threshold
-    (``classifier.thresholds`` in patterns.yaml). Immutable; share freely."""
+    (``classifier.thresholds`` in patterns.yaml). Immutable but for ``cache`` (a
+    :class:`~llm_observe.scan.cache.ScanCache` of each run's result, thread-safe: a run
+    seen before under the same rule is not scanned again); share freely."""
 
-    def __init__(self, scanner: Scanner) -> None:
+    def __init__(self, scanner: Scanner, cache: ScanCache | None = None) -> None:
         self.scanner = scanner
+        self.cache = cache
+        # Texts this long and longer go through the cache (none without one).
+        self._cache_from = cache.min_chars if cache is not None else 1 << 62
         base = scanner.model
         per_role = dict(scanner.patterns.classifier.thresholds)
         self.models: dict[str, InjectionModel | None] = {
@@ -48,10 +54,14 @@ class RoleScanner:
         if not text:
             return []
         if not segments:  # one run of one role (the common case, without _run's layer)
+            # The scanner places the findings itself (role, no message): no copies.
             injection, model = self._rule.get(default, _TRUSTED)
-            result = self.scanner.scan(text, field, every_injection=every_injection,
-                                       injection=injection, model=model).findings
-            return [_placed(f, 0, default, -1) for f in result] if result else []
+            place = (default, -1)
+            return list((self.scanner.scan(text, field, every_injection=every_injection,
+                                           injection=injection, model=model, place=place)
+                         if self._cache_from > len(text) else
+                         self._cached(text, field, every_injection, injection, model,
+                                      place)).findings)
         out: list[Finding] = []
         look = True  # still looking for injection
         for run in runs(text, segments, default):
@@ -66,8 +76,11 @@ class RoleScanner:
         start, end, role, index, parts = run
         part = text if start == 0 and end == len(text) else text[start:end]
         untrusted, model = self._rule.get(role, _TRUSTED)
-        result = self.scanner.scan(part, field, every_injection=every_injection,
-                                   injection=untrusted and look, model=model)
+        injection = untrusted and look
+        result = (self.scanner.scan(part, field, every_injection=every_injection,
+                                    injection=injection, model=model)
+                  if self._cache_from > len(part) else
+                  self._cached(part, field, every_injection, injection, model))
         if not result.findings:
             return []
         if len(parts) <= 1:  # one part: one role and index
@@ -80,6 +93,21 @@ class RoleScanner:
                 owner, at = role, index  # over several parts (a classifier's, on the run)
             out.append(_placed(f, start, owner, at))
         return out
+
+    def _cached(self, text: str, field: str, every_injection: bool, injection: bool,
+                model: InjectionModel | None,
+                place: tuple[str | None, int | None] = (None, None)) -> ScanResult:
+        assert self.cache is not None
+
+        def run(t: str) -> ScanResult:
+            return self.scanner.scan(t, field, every_injection=every_injection,
+                                     injection=injection, model=model, place=place)
+
+        # The rule: all the result depends on besides the text. A PII-only scan ignores
+        # every_injection and the classifier: the app's texts share a rule per field, place.
+        # The models are this object's own (self.models, the scanner's): their ids hold.
+        rule = (field, place, every_injection, id(model)) if injection else (field, place)
+        return self.cache.scan(text, rule, run)
 
 
 def _placed(f: Finding, shift: int, role: str, message: int) -> Finding:

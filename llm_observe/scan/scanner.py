@@ -161,8 +161,10 @@ class Scanner:
             self._regexes[i] = replace(self._regexes[i], needs=tuple(needs))
 
     def scan(self, text: str, field: str = "text", *, every_injection: bool = True,
-             injection: bool = True, model: InjectionModel | None = None) -> ScanResult:
-        """Scan ``text``; findings' offsets index ``text`` itself; ``field`` labels them.
+             injection: bool = True, model: InjectionModel | None = None,
+             place: tuple[str | None, int | None] = (None, None)) -> ScanResult:
+        """Scan ``text``; findings' offsets index ``text`` itself; ``field`` labels them,
+        ``place`` gives their role and message index (scan/messages.py: none to copy).
 
         ``every_injection=False`` is for callers that need the injection *verdict* and
         every PII finding (the pipeline: flags, redaction) but not every injection
@@ -208,7 +210,8 @@ class Scanner:
                     continue
                 spans.append((start, end + 1, index))
             if spans:
-                findings = unquoted(text, self._phrase_findings(spans, to_original, field))
+                findings = unquoted(text, self._phrase_findings(spans, to_original, field,
+                                                                place))
         # Injection regexes are the fallback for forms the phrases miss: one already
         # covered by a phrase finding would report the same occurrence twice.
         covered = [(f.start, f.end) for f in findings if f.type == INJECTION] if findings else []
@@ -243,7 +246,8 @@ class Scanner:
                     continue
                 if rx.type == INJECTION and any(s < end and start < e for s, e in covered):
                     continue
-                findings.append(Finding(rx.type, rx.name, start, end, rx.severity, field))
+                findings.append(Finding(rx.type, rx.name, start, end, rx.severity, field,
+                                        "regex", None, *place))
         if findings:
             findings = unquoted(text, findings, "regex")
         model = (model or self.model) if injection else None
@@ -258,7 +262,7 @@ class Scanner:
                      else model.detect(norm or fold(text).text))
             if score is not None:
                 findings.append(Finding(INJECTION, CLASSIFIER_FINDING, 0, len(text), "high",
-                                        field, "classifier", round(score, 4)))
+                                        field, "classifier", round(score, 4), *place))
         if not findings:
             return _EMPTY
         findings.sort(key=lambda f: (f.start, f.end))
@@ -266,7 +270,7 @@ class Scanner:
 
     def _phrase_findings(self, spans: list[tuple[int, int, int]],
                          to_original: Callable[[int, int], tuple[int, int]],
-                         field: str) -> list[Finding]:
+                         field: str, place: tuple[str | None, int | None]) -> list[Finding]:
         # Keep one finding per occurrence: a phrase inside a longer phrase of the same
         # entry ("disregard the above" in "disregard the above instructions") is dropped.
         spans.sort(key=lambda s: (s[0], -s[1]))
@@ -279,7 +283,7 @@ class Scanner:
             entry = self._entries[index]
             o_start, o_end = to_original(start, end)
             out.append(Finding(entry.kind, entry.name, o_start, o_end, entry.severity, field,
-                               "phrase"))
+                               "phrase", None, *place))
         return out
 
     def _digit_gate_bits(self, text: str, raw: bytes | None = None) -> int:
