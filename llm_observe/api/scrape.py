@@ -24,6 +24,7 @@ import asyncio
 import errno
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -43,6 +44,10 @@ _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="llm-observe metrics"'}
 
 
 PREPARE_EVERY_S = 0.25  # how often to look for new label sets to render ahead of a scrape
+# A pre-render holds the GIL at most ~PREPARE_WORK_S at a time, then sleeps PREPARE_REST_S:
+# it runs while a flood makes label sets on the loop, and is the work that can wait.
+PREPARE_WORK_S = 0.002
+PREPARE_REST_S = 0.002
 CONTENT_TYPES = {TEXT: CONTENT_TYPE_LATEST, OPENMETRICS: OPENMETRICS_TYPE}
 
 
@@ -58,6 +63,26 @@ def negotiate(accept: str) -> str:
 def _authorization(request: web.Request) -> list[bytes]:
     """Every Authorization header's raw bytes (the rule wants exactly one)."""
     return [v for k, v in request.raw_headers if k.lower() == b"authorization"]
+
+
+class _Yielding:
+    """A pre-render's ``pause`` (``Exposition.prepare``): True (stop) once a scrape waits
+    for the scrape thread, which then renders what is left itself; otherwise, after each
+    :data:`PREPARE_WORK_S` of work, a :data:`PREPARE_REST_S` sleep with the GIL released."""
+
+    __slots__ = ("since", "waiting")
+
+    def __init__(self, waiting: Callable[[], bool]) -> None:
+        self.waiting = waiting
+        self.since = time.perf_counter()
+
+    def __call__(self) -> bool:
+        if self.waiting():
+            return True
+        if time.perf_counter() - self.since >= PREPARE_WORK_S:
+            time.sleep(PREPARE_REST_S)
+            self.since = time.perf_counter()
+        return self.waiting()
 
 
 class PortInUse(LlmObserveError):
@@ -148,7 +173,8 @@ class ScrapeServer:
         """Every :data:`PREPARE_EVERY_S`, if label sets were made since the last look,
         render them ahead of the next scrape (``Exposition.prepare``) on the scrape thread,
         in the format last scraped: a scrape after a client filled the label-set budget
-        then renders changed sets, not ~35,000 new ones."""
+        then renders changed sets, not ~35,000 new ones. It gives way (:class:`_Yielding`):
+        it runs while the loop makes those sets, and a scrape must not wait behind it."""
         loop = asyncio.get_running_loop()
         seen = -1
         while True:
@@ -159,7 +185,7 @@ class ScrapeServer:
             seen = made
             try:
                 await loop.run_in_executor(self._executor(), self.exposition.prepare,
-                                           self._last_fmt)
+                                           self._last_fmt, _Yielding(lambda: bool(self._inflight)))
             except Exception:  # the scrape renders (and reports) what failed here
                 log.debug("scrape: pre-render failed", exc_info=True)
 

@@ -21,6 +21,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
+from llm_observe.api import scrape as scrape_mod
 from llm_observe.api.scrape import ScrapeServer
 from llm_observe.span import LlmSpan
 from tests.api.conftest import MakeClient, make_collector
@@ -287,3 +288,14 @@ async def test_the_format_follows_accept(served: Any, accept: str | None,
     else:
         assert kind == CONTENT_TYPE_LATEST  # as before OpenMetrics was served
         assert body == generate_latest(collector.registry)
+
+
+def test_a_pre_render_gives_way_to_the_loop_and_to_a_waiting_scrape() -> None:
+    waiting = [False]
+    pause = scrape_mod._Yielding(lambda: waiting[0])
+    began = time.perf_counter()
+    while time.perf_counter() - began < 0.02:  # 20 ms of "work", paused every call
+        assert pause() is False
+    assert pause.since > began  # it slept (the GIL free) at least once after its work share
+    waiting[0] = True  # a scrape was submitted to the scrape thread
+    assert pause() is True
