@@ -16,13 +16,13 @@ from typing import Any
 
 import aiohttp
 import pytest
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from llm_observe.api import scrape as scrape_mod
 from llm_observe.api.scrape import ScrapeServer
+from llm_observe.collector.exporters.series_render import TEXT
 from llm_observe.span import LlmSpan
 from tests.api.conftest import MakeClient, make_collector
 
@@ -290,12 +290,17 @@ async def test_the_format_follows_accept(served: Any, accept: str | None,
         assert body == generate_latest(collector.registry)
 
 
-def test_a_pre_render_gives_way_to_the_loop_and_to_a_waiting_scrape() -> None:
-    waiting = [False]
-    pause = scrape_mod._Yielding(lambda: waiting[0])
-    began = time.perf_counter()
-    while time.perf_counter() - began < 0.02:  # 20 ms of "work", paused every call
-        assert pause() is False
-    assert pause.since > began  # it slept (the GIL free) at least once after its work share
-    waiting[0] = True  # a scrape was submitted to the scrape thread
-    assert pause() is True
+
+async def test_a_pre_render_stops_when_a_scrape_waits() -> None:
+    registry = CollectorRegistry()
+    counter = Counter("pre_total", "pre-rendered", ["k"], registry=registry)
+    for i in range(100):
+        counter.labels(str(i)).inc()
+    server = ScrapeServer(registry)
+    assert server.exposition.prepare(TEXT, server._scrape_waits) is True  # nobody waits
+    for i in range(100, 200):
+        counter.labels(str(i)).inc()
+    server._inflight[TEXT] = asyncio.get_running_loop().create_future()  # a scrape waits
+    assert server.exposition.prepare(TEXT, server._scrape_waits) is False
+    server._inflight.clear()
+    assert server.exposition.render(TEXT) == generate_latest(registry)
