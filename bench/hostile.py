@@ -18,7 +18,8 @@ Figures per case: the well-behaved client's p99 (and its ratio to the quiet p99)
 worst probe latency (beside it, the worst lag of this process's own event loop, which the
 probe waits on too: a figure near the probe's means the bench, not the server), and
 whether /metrics still answers 200 afterwards. Targets: worst probe <= 100 ms, p99 within
-2x of quiet. Run: ``python -m bench.hostile [--seconds 5]``.
+2x of quiet. Run: ``python -m bench.hostile [--seconds 5] [--only cardinality] [--trace
+FILE]`` (``--trace``: what holds the server's event loop, ``bench/looplag``).
 """
 
 from __future__ import annotations
@@ -55,9 +56,14 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self) -> None:
+    def __init__(self, trace: str = "") -> None:
         self.port, self.metrics, self.otlp = free_port(), free_port(), free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_OBSERVE_")}
+        if trace:  # bench/looplag/sitecustomize.py: what holds the server's event loop
+            env["BENCH_LOOPLAG"] = trace
+            env["PYTHONPATH"] = os.pathsep.join(
+                [os.path.join(os.path.dirname(__file__), "looplag"),
+                 *filter(None, [env.get("PYTHONPATH")])])
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "llm_observe.cli", "serve", "--port", str(self.port),
              "--metrics-port", str(self.metrics), "--otlp-port", str(self.otlp),
@@ -232,12 +238,14 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--only", default="")
+    parser.add_argument("--trace", default="", help="log what holds the server's event "
+                        "loop to this file (bench/looplag/sitecustomize.py)")
     args = parser.parse_args()
     quiet_p99 = None
     for name in CASES:
         if args.only and name not in ("quiet", *args.only.split(",")):
             continue
-        server = Server()  # a fresh collector per case: no case inherits another's damage
+        server = Server(args.trace)  # a fresh collector per case: no case inherits another's damage
         try:
             fig = await run_case(name, server, args.seconds)
         finally:
