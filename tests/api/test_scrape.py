@@ -16,12 +16,13 @@ from typing import Any
 
 import aiohttp
 import pytest
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from llm_observe.api.scrape import ScrapeServer
+from llm_observe.collector.exporters.series_render import TEXT
 from llm_observe.span import LlmSpan
 from tests.api.conftest import MakeClient, make_collector
 
@@ -287,3 +288,19 @@ async def test_the_format_follows_accept(served: Any, accept: str | None,
     else:
         assert kind == CONTENT_TYPE_LATEST  # as before OpenMetrics was served
         assert body == generate_latest(collector.registry)
+
+
+
+async def test_a_pre_render_stops_when_a_scrape_waits() -> None:
+    registry = CollectorRegistry()
+    counter = Counter("pre_total", "pre-rendered", ["k"], registry=registry)
+    for i in range(100):
+        counter.labels(str(i)).inc()
+    server = ScrapeServer(registry)
+    assert server.exposition.prepare(TEXT, server._scrape_waits) is True  # nobody waits
+    for i in range(100, 200):
+        counter.labels(str(i)).inc()
+    server._inflight[TEXT] = asyncio.get_running_loop().create_future()  # a scrape waits
+    assert server.exposition.prepare(TEXT, server._scrape_waits) is False
+    server._inflight.clear()
+    assert server.exposition.render(TEXT) == generate_latest(registry)

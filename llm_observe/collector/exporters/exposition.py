@@ -26,7 +26,7 @@ import gc
 import logging
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -40,6 +40,7 @@ from llm_observe.collector.exporters.series_render import (
     OPENMETRICS,
     TEXT,
     FamilyRender,
+    Paused,
     SeriesBudget,
     Unsupported,
     supported,
@@ -127,9 +128,10 @@ class Exposition:
         with self._rendering():
             return _pieces(self._render(fmt), size)
 
-    def prepare(self, fmt: str = TEXT) -> None:
+    def prepare(self, fmt: str = TEXT, pause: Callable[[], bool] | None = None) -> bool:
         """Render, ahead of a scrape, the label sets of the metric objects that no scrape
-        has rendered yet; their lines are kept for the next scrape in ``fmt``.
+        has rendered yet; their lines are kept for the next scrape in ``fmt``. ``pause``,
+        called every few new sets, may sleep; True from it stops here (returns False).
 
         A hostile client fills the label-set budget over a few batches; rendered as they
         come, the sets are not all new to the first scrape after (the cost of a set's first
@@ -142,8 +144,12 @@ class Exposition:
             budget, sink = SeriesBudget(self.max_series), list[bytes]()
             for collector in registry_collectors(self.registry):
                 if collector is not self:
-                    self._fast_family(collector, fmt, budget, sink, only_new=True)
+                    try:
+                        self._fast_family(collector, fmt, budget, sink, True, pause)
+                    except Paused:
+                        return False
                     sink.clear()
+        return True
 
     @contextmanager
     def _rendering(self) -> Iterator[None]:
@@ -204,7 +210,8 @@ class Exposition:
         return parts
 
     def _fast_family(self, collector: object, fmt: str, budget: SeriesBudget,
-                     parts: list[bytes], only_new: bool = False) -> bool:
+                     parts: list[bytes], only_new: bool = False,
+                     pause: Callable[[], bool] | None = None) -> bool:
         """Append ``collector`` by :class:`FamilyRender`; False: render it the library's
         way (nothing of it appended)."""
         if collector in self._slow or not supported(collector):
@@ -214,7 +221,7 @@ class Exposition:
         try:
             if fam is None:
                 fam = self._fast[collector] = FamilyRender(collector)
-            fam.render(fmt, budget, parts, only_new)
+            fam.render(fmt, budget, parts, only_new, pause)
             return True
         except Unsupported as exc:
             log.debug("scrape: %r rendered by prometheus_client (%s)", collector, exc)

@@ -34,8 +34,8 @@ from prometheus_client.openmetrics import exposition as om
 from llm_observe.collector.exporters.series_shape import Shape, exemplar_text, go_float
 from llm_observe.collector.longlived import long_lived
 
-__all__ = ["OPENMETRICS", "TEXT", "FamilyRender", "SeriesBudget", "Unsupported", "exemplar_text",
-           "go_float", "supported"]
+__all__ = ["OPENMETRICS", "TEXT", "FamilyRender", "Paused", "SeriesBudget", "Unsupported",
+           "exemplar_text", "go_float", "supported"]
 
 TEXT = "text"  # Prometheus text format 0.0.4
 OPENMETRICS = "openmetrics"  # OpenMetrics 1.0.0 (with exemplars)
@@ -43,6 +43,15 @@ OPENMETRICS = "openmetrics"  # OpenMetrics 1.0.0 (with exemplars)
 
 class Unsupported(Exception):
     """This object is not one the fast path renders exactly; render it the library's way."""
+
+
+class Paused(BaseException):
+    """A pre-render stopped because its ``pause`` said so; the sets it rendered are kept.
+    Not an Exception: the callers' catch-all (render the object the library's way) is for
+    objects that cannot render, not for this."""
+
+
+PAUSE_EVERY = 16  # new label sets a pre-render renders between calls of its ``pause``
 
 
 class SeriesBudget:
@@ -137,10 +146,12 @@ class FamilyRender:
         self._headers: dict[str, bytes] = {}
 
     def render(self, fmt: str, budget: SeriesBudget, out: list[bytes],
-               only_new: bool = False) -> None:
+               only_new: bool = False, pause: Callable[[], bool] | None = None) -> None:
         """Append the family in ``fmt`` to ``out``; label sets that no longer fit ``budget``
         are left out. ``only_new``: render only the sets that have no kept lines yet (a
-        pre-render: ``out`` then holds only those).
+        pre-render: ``out`` then holds only those), calling ``pause`` (if given) after every
+        :data:`PAUSE_EVERY` of them: True stops the pre-render there (:class:`Paused`), the
+        sets rendered so far kept.
 
         Raises :class:`Unsupported` (part of it may be in ``out``) when a label set does not
         match the reader; UnicodeEncodeError when a label value cannot be encoded.
@@ -156,9 +167,11 @@ class FamilyRender:
             shape = self.shape = None  # _created switched on or off: other lines
             self.series = {}
         text, read, read_ex = fmt == TEXT, self.read, self.read_exemplars
-        series, kept = self.series, {}
+        series: dict[tuple[str, ...], _Series] = self.series
+        kept: dict[tuple[str, ...], _Series] = {}
         out.append(self._header(fmt))
         grouped: list[bytes] = []
+        fresh = 0
         for labels, child in children:
             if shape is None:
                 shape = self.shape = self._shape(child)
@@ -169,6 +182,11 @@ class FamilyRender:
             budget.left -= n
             s = series.get(labels)
             if s is None:
+                if pause is not None:
+                    fresh += 1
+                    if fresh % PAUSE_EVERY == 0 and pause():
+                        series.update(kept)  # the sets not visited yet stay as they were
+                        raise Paused
                 s = _Series(shape.prefixes(labels))
                 long_lived.made(1, sets=False)  # kept as long as its label set: until exit
             elif only_new:

@@ -193,3 +193,24 @@ def test_pieces_are_the_exposition_in_order() -> None:
     assert b"".join(pieces) == expo.render(TEXT) == _full(r, TEXT)
     assert all(len(p) >= 2048 for p in pieces[:-1])
     assert max(len(p) for p in pieces) < 2048 + 8192  # ends at the first set past the size
+
+
+def test_a_prepare_stopped_midway_changes_no_scrape() -> None:
+    """The scrape server stops a pre-render when a scrape waits: what it rendered is kept,
+    the rest is the scrape's, and the scrape is the library's bytes all the same."""
+    r, m, _ = _registry()
+    m.record(_spans(random.Random(6), 200))
+    expo = Exposition(r)
+    calls: list[int] = []
+
+    def pause() -> bool:
+        calls.append(1)
+        return len(calls) >= 3
+
+    assert expo.prepare(TEXT, pause) is False
+    assert len(calls) == 3
+    assert expo.render(TEXT) == _full(r, TEXT)
+    m.record(_spans(random.Random(7), 200))
+    assert expo.prepare(OPENMETRICS, lambda: False) is True
+    assert expo.render(OPENMETRICS) == _full(r, OPENMETRICS)
+    assert expo.render(TEXT) == _full(r, TEXT)
