@@ -1,7 +1,10 @@
 """Training-only families for the encoder tier (issue 23, guard5): short direct attacks
 and benign user turns in the styles that cost the user role's false-alarm budget.
 
-``rows(base, wheels)`` returns guard_data-style rows for:
+Opt-in (``train_guard.py --extra``; guard_data.rows(extra=True)): trained and measured
+once by guard5 and not shipped (docs/scanning.md, "Training-only families"), so the
+shipped weights still reproduce without it. ``rows(base, wheels)`` returns guard_data-style
+rows for:
 
 - scripts/injection_data/short_overrides.txt, kind ``attack``: short plain overrides,
   persona and mode-switch one-liners, refusal suppression, prompt extraction, fake
@@ -18,7 +21,7 @@ stays exactly as it was. A line sharing any 8-word run with a validation text of
 ``base`` is dropped (``dropped`` counts them), so nothing here copies a held-out text.
 Families are not merged with the corpus's (injection_corpus.merge_families could rename
 one into a held-out family). The kind ``styled_benign`` is in no evaluation pool and is
-not subsampled (scripts/guard_windows.NEG_PER_KIND), so all of it trains.
+not subsampled (scripts/guard_windows.EXTRA_NEG_PER_KIND), so all of it trains.
 Deterministic: variants from one ``random.Random`` seeded per family and line.
 """
 

@@ -1,6 +1,7 @@
-"""The encoder's training-only families (scripts/guard_extra.py): they never reach the
-validation split, a line that copies a validation text is dropped, and the build is
-deterministic. Needs the pinned training wheels in the cache (no network)."""
+"""The encoder's training-only families (scripts/guard_extra.py, train_guard.py --extra):
+they never reach the validation split, a line that copies a validation text is dropped,
+the build is deterministic, and the shipped recipe's subsampling caps are untouched.
+Needs the pinned training wheels in the cache (no network)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,13 @@ def test_a_line_sharing_an_eight_word_run_with_validation_text_is_dropped() -> N
 
 def test_the_build_is_deterministic() -> None:
     assert guard_extra.rows([], WHEELS) == guard_extra.rows([], WHEELS)
+
+
+def test_the_shipped_recipe_keeps_its_caps_and_the_extra_recipe_raises_two() -> None:
+    import guard_windows
+
+    shipped = guard_windows.caps({"attack", "benign", "hard_benign", "realistic_benign"})
+    extra = guard_windows.caps({"attack", "benign", "hard_benign", "styled_benign"})
+    assert (shipped["benign"], shipped["hard_benign"]) == (400, 600)
+    assert (extra["benign"], extra["hard_benign"]) == (900, 900)
+    assert "styled_benign" not in extra, "the training-only kind is never subsampled"
