@@ -133,8 +133,11 @@ async def gone_while_queued(base: str, collector: Collector) -> None:
             assert resp.status == 200  # loads the model
         before = sample(collector, texts)
         first = asyncio.ensure_future(session.post(
-            "/v1/pii-injection/scan", json={"messages": messages(200, 12, 500)}))
-        await asyncio.sleep(0.2)  # the first request holds the only thread for ~1 s
+            "/v1/pii-injection/scan", json={"messages": messages(200, 12, 1000)}))
+        # The first request holds the only thread for ~0.5 s or more (12 parts of 8
+        # encoder windows each, ~5 ms a window on an idle core, longer under load; 80k
+        # characters, under max_text_chars).
+        await asyncio.sleep(0.1)
         body = json.dumps({"messages": messages(201, 2, 50)}).encode()
         host, port = base.removeprefix("http://").split(":")
         _, writer = await asyncio.open_connection(host, int(port))
@@ -142,7 +145,7 @@ async def gone_while_queued(base: str, collector: Collector) -> None:
                      b"Content-Type: application/json\r\n"
                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         await writer.drain()
-        await asyncio.sleep(0.2)  # read and queued behind the first
+        await asyncio.sleep(0.1)  # read and queued behind the first
         writer.close()
         async with await first as resp:
             assert resp.status == 200
