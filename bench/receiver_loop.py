@@ -17,18 +17,12 @@ import asyncio
 import gc
 import json
 import os
-import re
-import shutil
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from bench._common import emit
+from bench._common import callgrind_sections, emit
 
 
 def exporters(n_requests: int) -> tuple[int, list[tuple[str, Callable[[], None]]]]:
@@ -87,23 +81,8 @@ def child(n_requests: int) -> None:
 
 
 def instructions(n_requests: int) -> dict[str, float]:
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        raise SystemExit("receiver_loop: valgrind is not installed")
-    with tempfile.TemporaryDirectory() as out:
-        done = subprocess.run(
-            [valgrind, "--tool=callgrind", "--dump-before=getppid",
-             f"--callgrind-out-file={out}/cg.out", sys.executable, "-m", "bench.receiver_loop",
-             "--child", "--requests", str(n_requests)],
-            env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True,
-            cwd=Path(__file__).parents[1], check=True)
-        names = json.loads(done.stdout.strip().splitlines()[-1])
-        totals = {}
-        for path in Path(out).glob("cg.out.*"):
-            m = re.search(r"^totals: (\d+)", path.read_text(errors="replace"), re.M)
-            totals[int(path.suffix[1:])] = int(m.group(1)) if m else 0
-    spans = n_requests * 512
-    return {name: totals[2 * i + 2] / spans for i, name in enumerate(names)}
+    return callgrind_sections("bench.receiver_loop", ["--requests", str(n_requests)],
+                              n_requests * 512)
 
 
 def main() -> None:
