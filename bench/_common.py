@@ -108,3 +108,30 @@ def rng() -> random.Random:
 def quick() -> bool:
     """--quick shrinks sizes so the benchmark can be smoke-run in seconds."""
     return "--quick" in sys.argv
+
+
+def callgrind_sections(module: str, args: list[str], units: int) -> dict[str, float]:
+    """Instructions per unit of each section ``python -m module --child *args`` runs between
+    two ``os.getppid()`` markers under callgrind (``--dump-before=getppid``); the child's
+    last stdout line is the JSON list of section names, in order."""
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit(f"{module}: valgrind is not installed")
+    with tempfile.TemporaryDirectory() as out:
+        done = subprocess.run(
+            [valgrind, "--tool=callgrind", "--dump-before=getppid",
+             f"--callgrind-out-file={out}/cg.out", sys.executable, "-m", module, "--child",
+             *args], env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True,
+            text=True, cwd=Path(__file__).parents[1], check=True)
+        names = json.loads(done.stdout.strip().splitlines()[-1])
+        totals = {}
+        for path in Path(out).glob("cg.out.*"):
+            m = re.search(r"^totals: (\d+)", path.read_text(errors="replace"), re.M)
+            totals[int(path.suffix[1:])] = int(m.group(1)) if m else 0
+    return {name: totals[2 * i + 2] / units for i, name in enumerate(names)}

@@ -117,9 +117,9 @@ class RunTracker:
         self.max_traces, self.max_spans = max_traces, max_spans
         self.traces: OrderedDict[str, TraceState] = OrderedDict()  # by last activity
         self.open: dict[tuple[str, str], None] = {}  # (trace, agent span) of waiting runs
-        # calls and links of traces with no agent, tool or workflow span yet (the calls of a
-        # run usually come first): held whole once one comes, else forgotten, oldest first
-        self.waiting = Waiting(MAX_WAITING)  # (agents/waiting.py)
+        # calls and links of traces with no agent, tool or workflow span yet, as add() took
+        # them: held whole once one comes, else forgotten, oldest first (agents/waiting.py)
+        self.waiting = Waiting(MAX_WAITING)
         self.counts = Counts()
 
     def add(self, now: float, links: Iterable[tuple[str, str, str]],
@@ -146,23 +146,27 @@ class RunTracker:
             else:
                 self._member(t, span, Member(TOOL, op.start_ns, op.end_ns))
         traces = self.traces
-        for trace, span, parent, start, end, cost in calls:
+        calls, links = list(calls), list(links)
+        if not touched and self.waiting.take_all(traces, calls, links):
+            return  # a plain app's request: every call and link waits, in C loops
+        for call in calls:
+            trace, span, parent, start, end, cost = call
             if not parent:
                 continue  # a root call is in no run
             held = touched.get(trace) or traces.get(trace)
             if held is None:
-                self.waiting.add(trace, (span, parent, start, end, cost))
+                self.waiting.add(trace, call)
                 continue
             touched[trace] = held
             if self._hold(held, span, parent):
                 self._member(held, span, Member("call", start, end, cost))
-        for trace, span, parent in links:
+        for link in links:
+            trace, span, parent = link
             held_by = touched.get(trace) or traces.get(trace)
             if held_by is None:  # a chain span before any agent span of its trace
-                self.waiting.add(trace, (span, parent))
+                self.waiting.add(trace, link)
             elif span not in held_by.links:
                 self._hold(held_by, span, parent, count=False)
-        traces = self.traces
         for trace, t in touched.items():  # keep the dict ordered by activity
             t.last = now
             if trace in traces:
@@ -202,11 +206,11 @@ class RunTracker:
         t = self.traces.get(trace)
         if t is None:
             t = TraceState()
-            for item in self.waiting.pop(trace):
-                if len(item) == 2:
-                    self._hold(t, item[0], item[1], count=False)
-                elif self._hold(t, item[0], item[1]):
-                    t.members[item[0]] = Member("call", *item[2:])
+            for item in self.waiting.pop(trace):  # as add() took them: links, calls
+                if len(item) == 3:
+                    self._hold(t, item[1], item[2], count=False)
+                elif self._hold(t, item[1], item[2]):
+                    t.members[item[1]] = Member("call", *item[3:])
         touched[trace] = t
         return t
 

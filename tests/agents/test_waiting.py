@@ -32,3 +32,31 @@ def test_a_full_fifo_of_one_call_a_trace_adds_nothing_for_the_gc_to_rescan() -> 
     gc.collect()
     assert w.n == 50_000
     assert len(gc.get_objects()) - before < 1_000  # not one tracked list a trace
+
+
+def test_a_request_added_whole_leaves_the_fifo_one_add_an_item_leaves() -> None:
+    import random
+
+    r = random.Random(7)
+    for _ in range(200):
+        one, whole = Waiting(limit=r.choice([1, 3, 10])), Waiting(limit=0)
+        whole.limit = one.limit
+        for _ in range(r.randint(1, 6)):  # requests: new traces, repeats, traces seen before
+            traces = [f"t{r.randint(0, 12)}" for _ in range(r.randint(0, 6))]
+            items = [(t, f"s{i}", "p", i) for i, t in enumerate(traces)]
+            for t, item in zip(traces, items, strict=True):
+                one.add(t, item)
+            whole.extend(traces, items)
+            assert whole.n == one.n
+            assert list(whole._fifo.items()) == list(one._fifo.items())
+
+
+def test_take_all_refuses_a_request_with_a_held_trace_or_a_root_call() -> None:
+    w = Waiting(limit=10)
+    call = ("t1", "s1", "p1", 0, 1, 2)
+    assert not w.take_all({"t1": object()}, [call], [])
+    assert not w.take_all({}, [("t2", "s2", "", 0, 1, 2)], [])  # a root call is in no run
+    assert not w.take_all({"t3": object()}, [], [("t3", "s3", "p3")])
+    assert w.n == 0
+    assert w.take_all({"t9": object()}, [call], [("t2", "s3", "p3")])
+    assert w.pop("t1") == [call] and w.pop("t2") == [("t2", "s3", "p3")]

@@ -23,6 +23,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
+from operator import attrgetter, countOf
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -38,6 +39,7 @@ COST_BUCKETS_MICRO = (100, 1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000
 CALL_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100, 200)
 TICK_S = 1.0
 NAME = "gen_ai_agent_name"
+_DUPLICATE = attrgetter("duplicate_of")
 
 
 class RunMetrics:
@@ -128,9 +130,8 @@ class AgentRunExporter:
     async def export(self, batch: Batch) -> None:
         origin = batch.origin
         ops = getattr(origin, "agents", None) or ()
-        calls = [(s.trace_id, s.span_id, s.parent_span_id, s.start_time_ns or 0,
-                  (s.start_time_ns or 0) + (s.latency_ms_total or 0) * 1_000_000,
-                  s.cost_usd_micro or 0)
+        calls = [(s.trace_id, s.span_id, s.parent_span_id, start := s.start_time_ns or 0,
+                  start + (s.latency_ms_total or 0) * 1_000_000, s.cost_usd_micro or 0)
                  for s in batch if s.parent_span_id]  # duplicate_of spans too: the run
         # takes the inner span of a wrapper pair whatever their arrival order (agents.runs)
         request = getattr(origin, "request", None)
@@ -140,8 +141,9 @@ class AgentRunExporter:
         chain = (links(request) if origin is not None and request is not None and origin.n_other
                  else [])
         # a root wrapper (in no run) still links its call's ancestry
-        chain += [(s.trace_id, s.span_id, "") for s in batch
-                  if s.duplicate_of is not None and not s.parent_span_id]
+        if countOf(map(_DUPLICATE, batch), None) != len(batch):
+            chain += [(s.trace_id, s.span_id, "") for s in batch
+                      if s.duplicate_of is not None and not s.parent_span_id]
         if not self.tracker.blocking:
             if ops or calls or chain:
                 self.tracker.add(self.clock(), chain, calls, ops)
