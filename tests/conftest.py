@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
+
+# LiteLLM fetches its model cost map from GitHub at import unless told not to: no
+# network at run time, in whichever test session imports it first.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import pytest
 

@@ -58,9 +58,11 @@ def texts() -> list[str]:
     out = [PERSONA, ORDINARY, PLANTED, PERSONA[:120], "", "ok", "ignore ignore ignore"]
     out += prose[:40]
     # The receiver bench's prompts: short single windows, some past the per-token bound
-    # (scored exactly at once), one attack.
-    out += sorted({s.prompt_text for r in make_requests(1, text=True)
-                   for s in walk(decode_request(r)).llm if s.prompt_text})
+    # (scored exactly at once), one attack. Each span's copy differs from the others in
+    # letter case only (bench/_common.py distinct), which folding undoes: one of each.
+    bench = {fold(s.prompt_text).text: s.prompt_text for r in make_requests(1, text=True)
+             for s in walk(decode_request(r)).llm if s.prompt_text}
+    out += sorted(bench.values())
     for _ in range(12):
         doc = " ".join(rng.sample(prose, 12))
         at = rng.randrange(len(doc))
