@@ -71,6 +71,15 @@ def test_the_loop_only_arms_the_freeze_the_next_collection_runs_it(ll: LongLived
     assert ll.freezes == 1  # once per settle
 
 
+def test_a_render_end_runs_an_armed_freeze_at_once(ll: LongLived) -> None:
+    """The render pauses the GC: the armed freeze waits for no collection after it (the
+    first one would scan every young object the render made)."""
+    ll.enable()
+    ll.made(10)
+    ll.settle()  # the loop: armed
+    assert ll.settle(young_first=False) and ll.freezes == 1 and not ll.armed
+
+
 def test_young_garbage_is_collected_first_not_frozen(ll: LongLived) -> None:
     ll.enable()
     gc.disable()
