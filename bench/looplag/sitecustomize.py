@@ -6,12 +6,15 @@ coroutine (``cb <ms> end <perf_counter> <coroutine>``), and while one runs past 
 watchdog thread samples the loop thread's stack every 2 ms; the counts per stack
 (innermost first) are written to ``FILE.<pid>.samples`` every second. The clock is
 ``time.perf_counter`` (CLOCK_MONOTONIC), the bench's own: its probe times line up.
+Every cyclic-GC collection over 1 ms is logged too (``gc <ms> gen <n> end <t> <thread>``):
+a collection holds the GIL, so whichever thread runs it, the loop waits.
 """
 
 from __future__ import annotations
 
 import asyncio.events
 import collections
+import gc
 import os
 import sys
 import threading
@@ -65,6 +68,18 @@ def install(path: str) -> None:
                 with open(f"{path}.{os.getpid()}.samples", "w") as out:
                     out.writelines(f"{n} {s}\n" for s, n in samples.most_common(80))
 
+    gc_began: dict[str, float] = {}
+
+    def collection(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            gc_began["t"] = time.perf_counter()
+            return
+        took = time.perf_counter() - gc_began.pop("t", time.perf_counter())
+        if took > 0.001:
+            log.write(f"gc {took * 1000:.1f} gen {info['generation']} end "
+                      f"{time.perf_counter():.3f} {threading.current_thread().name}\n")
+
+    gc.callbacks.append(collection)
     asyncio.events.Handle._run = timed  # type: ignore[method-assign]
     threading.Thread(target=watch, daemon=True, name="bench-looplag").start()
 

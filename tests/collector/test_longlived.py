@@ -18,8 +18,8 @@ from llm_observe.span import LlmSpan
 def _thawed() -> Iterator[None]:
     gc.collect()
     yield
+    long_lived.disable()
     gc.unfreeze()  # the test process keeps CPython's behaviour
-    long_lived.enabled, long_lived.pending = False, 0
 
 
 class Node:
@@ -37,26 +37,58 @@ def _tracked(ident: int) -> bool:
     return any(id(o) == ident for o in gc.get_objects())
 
 
-def test_off_until_enabled_then_freezes_every_n_made() -> None:
-    ll = LongLived(every=10)
+@pytest.fixture
+def ll() -> Iterator[LongLived]:
+    made = LongLived(every=10)
+    yield made
+    made.disable()
+
+
+def test_off_until_enabled_then_freezes_every_n_made(ll: LongLived) -> None:
     ll.made(50)
-    assert not ll.settle() and gc.get_freeze_count() == 0
+    assert not ll.settle(young_first=False) and gc.get_freeze_count() == 0
     ll.enable()
     ll.made(9)
-    assert not ll.settle()
+    assert not ll.settle(young_first=False)
     ll.made(1)
-    assert ll.settle() and gc.get_freeze_count() > 0 and ll.freezes == 1
-    assert not ll.settle()  # nothing new since
+    assert ll.settle(young_first=False) and gc.get_freeze_count() > 0 and ll.freezes == 1
+    assert not ll.settle(young_first=False)  # nothing new since
 
 
-def test_young_garbage_is_collected_first_not_frozen() -> None:
-    ll = LongLived(every=1)
+def test_the_loop_only_arms_the_freeze_the_next_collection_runs_it(ll: LongLived) -> None:
+    """settle() on the event loop runs no collection of its own (one held the loop 5-30 ms
+    after each record batch while the budget filled): the interpreter's next one freezes."""
+    ll.enable()
+    ll.made(10)
+    frozen = gc.get_freeze_count()
+    collections = sum(s["collections"] for s in gc.get_stats())
+    assert not ll.settle()
+    assert sum(s["collections"] for s in gc.get_stats()) == collections
+    assert gc.get_freeze_count() == frozen and ll.freezes == 0
+    gc.collect(0)  # what the interpreter runs every GEN0_THRESHOLD allocations
+    assert gc.get_freeze_count() > frozen and ll.freezes == 1
+    gc.collect(0)
+    assert ll.freezes == 1  # once per settle
+
+
+def test_a_render_end_runs_an_armed_freeze_at_once(ll: LongLived) -> None:
+    """The render pauses the GC: the armed freeze waits for no collection after it (the
+    first one would scan every young object the render made)."""
+    ll.enable()
+    ll.made(10)
+    ll.settle()  # the loop: armed
+    assert ll.settle(young_first=False) and ll.freezes == 1 and not ll.armed
+
+
+def test_young_garbage_is_collected_first_not_frozen(ll: LongLived) -> None:
     ll.enable()
     gc.disable()
     try:
         ident = _cycle()  # unreachable, young
-        ll.made(1)
+        ll.made(10)
         ll.settle()
+        gc.collect(0)  # the next collection: then the freeze
+        assert ll.freezes == 1
         assert not _tracked(ident)
         gc.unfreeze()
         gc.collect()
