@@ -110,6 +110,23 @@ def quick() -> bool:
     return "--quick" in sys.argv
 
 
+def run_sections(work: list[tuple[str, Callable[[], object]]]) -> None:
+    """The child side of :func:`callgrind_sections`: each section run once to warm it (tables,
+    caches, label sets), then, the GC off, each between two ``os.getppid()`` markers; the
+    section names printed last, as JSON."""
+    import gc
+
+    for _, run in work:
+        run()
+    gc.collect()
+    gc.disable()
+    for _, run in work:
+        os.getppid()  # callgrind dumps its counters here (--dump-before=getppid)
+        run()
+        os.getppid()
+    print(json.dumps([name for name, _ in work]))
+
+
 def callgrind_sections(module: str, args: list[str], units: int) -> dict[str, float]:
     """Instructions per unit of each section ``python -m module --child *args`` runs between
     two ``os.getppid()`` markers under callgrind (``--dump-before=getppid``); the child's

@@ -15,14 +15,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
-import os
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
-from bench._common import callgrind_sections, emit
+from bench._common import callgrind_sections, emit, run_sections
 
 
 def exporters(n_requests: int) -> tuple[int, list[tuple[str, Callable[[], None]]]]:
@@ -63,21 +61,8 @@ def exporters(n_requests: int) -> tuple[int, list[tuple[str, Callable[[], None]]
     return n_requests * 512, [(e.name, export(e)) for e in collector.pipeline.exporters]
 
 
-def _mark() -> None:
-    os.getppid()  # callgrind dumps its counters here (--dump-before=getppid)
-
-
 def child(n_requests: int) -> None:
-    _, work = exporters(n_requests)
-    for _, run in work:  # warm: label sets made, caches filled
-        run()
-    gc.collect()
-    gc.disable()
-    for _, run in work:
-        _mark()
-        run()
-        _mark()
-    print(json.dumps([name for name, _ in work]))
+    run_sections(exporters(n_requests)[1])
 
 
 def instructions(n_requests: int) -> dict[str, float]:

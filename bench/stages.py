@@ -17,20 +17,12 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import os
-import re
-import shutil
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from bench._common import emit
+from bench._common import callgrind_sections, emit, run_sections
 
 
 def stages(n_requests: int) -> tuple[int, list[tuple[str, Callable[[], Any]]]]:
@@ -85,41 +77,13 @@ def stages(n_requests: int) -> tuple[int, list[tuple[str, Callable[[], Any]]]]:
     return n_requests * 512, out
 
 
-def _mark() -> None:
-    os.getppid()  # callgrind dumps its counters here (--dump-before=getppid)
-
-
 def child(n_requests: int) -> None:
-    _, work = stages(n_requests)
-    for _, run in work:  # warm every stage once (tables, caches), in order
-        run()
-    gc.collect()
-    gc.disable()
-    for _, run in work:
-        _mark()
-        run()
-        _mark()
-    print(json.dumps([name for name, _ in work]))
+    run_sections(stages(n_requests)[1])
 
 
 def instructions(n_requests: int) -> dict[str, float]:
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        raise SystemExit("stages: valgrind is not installed")
-    with tempfile.TemporaryDirectory() as out:
-        done = subprocess.run(
-            [valgrind, "--tool=callgrind", "--dump-before=getppid",
-             f"--callgrind-out-file={out}/cg.out", sys.executable, "-m", "bench.stages",
-             "--child", "--requests", str(n_requests)],
-            env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True,
-            cwd=Path(__file__).parents[1], check=True)
-        names = json.loads(done.stdout.strip().splitlines()[-1])
-        totals = {}
-        for path in Path(out).glob("cg.out.*"):
-            m = re.search(r"^totals: (\d+)", path.read_text(errors="replace"), re.M)
-            totals[int(path.suffix[1:])] = int(m.group(1)) if m else 0
-    spans = n_requests * 512
-    return {name: totals[2 * i + 2] / spans for i, name in enumerate(names)}
+    return callgrind_sections("bench.stages", ["--requests", str(n_requests)],
+                              n_requests * 512)
 
 
 def main() -> None:
