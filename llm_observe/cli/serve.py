@@ -31,8 +31,10 @@ from llm_observe.cli.doors import (
 from llm_observe.cli.worker import (
     WorkerDuties,
     for_worker,
+    offload_bounds,
     parse_workers,
     spool_lock_wait_s,
+    worker_count,
     worker_index,
 )
 from llm_observe.collector.heap import settle_for_serving
@@ -111,9 +113,12 @@ def run(args: argparse.Namespace) -> int:
             from llm_observe.cli.supervisor import supervise
             return supervise(settings, args, workers)
         if index is not None:
-            settings = for_worker(settings, index)
+            settings = for_worker(settings, index, worker_count())
         alerts = alert_params(settings) if args.with_prometheus else None
         collector = _build(settings, spool_lock_wait_s(settings) if index is not None else 0.0)
+        if index is not None:  # after _build: a bad config file is the only line
+            log.info("worker %d: api offload bounds %s (its share of the host's)", index,
+                     ", ".join(f"{k}={v}" for k, v in offload_bounds(settings).items()))
     except ConfigError as exc:
         return _fail(str(exc), EXIT_CONFIG)
     except DirectoryBusy as exc:  # another collector owns the spool directory

@@ -42,7 +42,7 @@ from llm_observe.cli.doors import (
     listeners,
     start_prometheus,
 )
-from llm_observe.cli.worker import INDEX_ENV
+from llm_observe.cli.worker import COUNT_ENV, INDEX_ENV
 from llm_observe.errors import ConfigError
 
 log = logging.getLogger("llm_observe.serve")
@@ -199,7 +199,8 @@ class Supervisor:
     async def _spawn(self, w: Worker) -> None:
         env = dict(os.environ)
         env.pop("LLM_OBSERVE_WORKERS", None)
-        env.update({INDEX_ENV: str(w.index), "PROMETHEUS_MULTIPROC_DIR": self.path})
+        env.update({INDEX_ENV: str(w.index), COUNT_ENV: str(len(self.workers)),
+                    "PROMETHEUS_MULTIPROC_DIR": self.path})
         w.ready.clear()
         w.proc = await asyncio.create_subprocess_exec(
             *self.argv, env=env, stdout=asyncio.subprocess.PIPE, process_group=0)

@@ -23,6 +23,7 @@ from typing import Any
 log = logging.getLogger("llm_observe.serve")
 
 INDEX_ENV = "LLM_OBSERVE_WORKER_INDEX"
+COUNT_ENV = "LLM_OBSERVE_WORKER_COUNT"  # N, set by the supervisor beside the index
 MAX_WORKERS = 256
 # beyond shutdown_timeout_s: the predecessor notices its supervisor is gone (1 s), closes
 # its doors (up to 5 s of grace) and then drains; the supervisor's own margin is the same
@@ -47,12 +48,35 @@ def worker_index(environ: Mapping[str, str] | None = None) -> int | None:
     return int(raw) if raw is not None and raw.isdigit() else None
 
 
-def for_worker(settings: Any, index: int) -> Any:
-    """Worker ``index``'s settings: its own spool / write-ahead directory."""
-    if not settings.spool_dir:
-        return settings
-    return dataclasses.replace(settings,
-                               spool_dir=str(Path(settings.spool_dir) / f"worker-{index}"))
+def worker_count(environ: Mapping[str, str] | None = None) -> int:
+    """N when this process is one of a supervisor's N workers, else 1."""
+    raw = (os.environ if environ is None else environ).get(COUNT_ENV, "")
+    return int(raw) if raw.isdigit() and int(raw) >= 1 else 1
+
+
+def share(total: int, index: int, count: int) -> int:
+    """Worker ``index``'s part of a bound set for the whole host: the parts of ``count``
+    workers add up to ``total`` (the first ``total % count`` take one more), and each is at
+    least 1 — with more workers than the bound, the host runs one each (``count`` in all)."""
+    return max(1, total // count + (index < total % count))
+
+
+def offload_bounds(settings: Any) -> dict[str, int]:
+    """The API's offload gate bounds (``api_<kind>_running`` / ``_waiting``) by field."""
+    return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
+            if f.name.startswith("api_") and f.name.endswith(("_running", "_waiting"))}
+
+
+def for_worker(settings: Any, index: int, count: int = 1) -> Any:
+    """Worker ``index`` of ``count``'s settings: its own spool / write-ahead directory, and
+    its share of the API's offload bounds. Those bounds say how much CPU work the *host*
+    takes at once (their defaults are its cores), so N workers split them rather than each
+    taking them whole (N x the cores' threads for one kind of work)."""
+    changes: dict[str, Any] = {name: share(value, index, count)
+                               for name, value in offload_bounds(settings).items()}
+    if settings.spool_dir:
+        changes["spool_dir"] = str(Path(settings.spool_dir) / f"worker-{index}")
+    return dataclasses.replace(settings, **changes)
 
 
 def spool_lock_wait_s(settings: Any) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import glob
 import os
+import re
 import signal
 import threading
 import time
@@ -26,6 +27,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from llm_observe.cli.worker import parse_workers
+from llm_observe.collector.settings import Settings
 from tests.cli.test_serve import Served, call, env, free_port, one_line, run_to_exit, start
 from tests.collector.exporters.test_write_ahead import (
     requests_of_spans,
@@ -163,6 +165,9 @@ def test_two_workers_share_every_door_and_metrics_sum_to_one_process(tmp_path: P
         code, err = served.stop(signal.SIGTERM)
     assert code == 0 and "Traceback" not in err, err
     assert err.count("draining the pipeline") == 2  # each worker drained
+    # the host's offload bounds (default: its cores) split over the two, not taken twice
+    running = [int(m) for m in re.findall(r"api_scan_running=(\d+)", err)]
+    assert len(running) == 2 and sum(running) == max(2, Settings().api_scan_running), err
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
