@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from collections import defaultdict
 from dataclasses import replace
@@ -169,7 +170,15 @@ def main() -> None:
         manifest["word_thresholds"] = {r: thresholds[r]["word"] for r in ("user", "tool")}
         manifest["gate"] = GATE
         manifest["validation"] = report
-        path.write_text(json.dumps(manifest, indent=1) + "\n")
+        write_manifest(path, manifest)
+
+
+def write_manifest(path: Path, manifest: dict[str, object]) -> None:
+    """guard_model.json with lists of numbers (the references: thousands) on one line each."""
+    number = r"-?[0-9][0-9.eE+-]*"
+    text = re.sub(rf"\[\s*{number}(?:,\s*{number})*\s*\]", lambda m: "[" + ", ".join(
+        x.strip() for x in m.group(0)[1:-1].split(",")) + "]", json.dumps(manifest, indent=1))
+    path.write_text(text + "\n")
 
 
 GATE = 0.05  # word probability at which the encoder reads: hides 2% of attacks, see docs

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -193,11 +192,8 @@ def main() -> None:
         manifest["stack"] = {"format": FORMAT, "reference": refs,
                              "thresholds": out["stacked"]["thresholds"],  # type: ignore[index]
                              "validation": out}
-        # lists of numbers (the references: thousands of them) on one line each
-        number = r"-?[0-9][0-9.eE+-]*"
-        text = re.sub(rf"\[\s*{number}(?:,\s*{number})*\s*\]", lambda m: "[" + ", ".join(
-            x.strip() for x in m.group(0)[1:-1].split(",")) + "]", json.dumps(manifest, indent=1))
-        path.write_text(text + "\n")
+        guard_eval.write_manifest(path, manifest)
+
 
 
 if __name__ == "__main__":
