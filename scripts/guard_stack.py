@@ -166,7 +166,8 @@ def main() -> None:
             th[rl], oof[rl] = role_threshold(s, pool, half)
         t = np.where(as_tool, th["tool"], th["user"])
         flag = score >= t if base is None else base | (score >= t)
-        return flag, {"thresholds": {k: round(v, 8) for k, v in th.items()}, "oof_fa": oof}
+        stored = {k: guard_eval.ceil_to(v, 8) for k, v in th.items()}
+        return flag, {"thresholds": stored, "oof_fa": oof}
 
     flag, extra = per_role(sc["word"], pr)
     out["cheap"] = report("cheap tiers alone (phrases, regexes, word model)", flag, groups,

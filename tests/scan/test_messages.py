@@ -89,10 +89,10 @@ def test_thresholds_per_role_come_from_the_patterns_file() -> None:
     base = load_patterns()
     # the shipped file: phrases + regexes + word model at <= 1% false alarms on the
     # realistic benign validation text of each role (scripts/cheap_eval.py)
-    assert dict(base.classifier.thresholds) == {"user": 0.9147, "tool": 0.701}
+    assert dict(base.classifier.thresholds) == {"user": 0.9148, "tool": 0.701}
     lax = RoleScanner(Scanner(base))
     assert lax.models["tool"] is not None and lax.models["tool"].threshold == 0.701
-    assert lax.models["user"] is not None and lax.models["user"].threshold == 0.9147
+    assert lax.models["user"] is not None and lax.models["user"].threshold == 0.9148
     assert verdict(lax, ("tool", CLASSIFIER_ONLY)).injection_attempt
     strict = RoleScanner(Scanner(replace(base, classifier=ClassifierConfig(
         thresholds=(("tool", 0.999999),)))))
