@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import re
 import subprocess
 import sys
@@ -105,7 +106,8 @@ def threshold_at(pr: np.ndarray, word: np.ndarray, fa: float = TARGET_FA) -> flo
         if (pr | (word >= t)).mean() > fa:
             break
         best = float(t)
-    return round(best, 4) if best < 1.0 else 1.0
+    # rounded up: a stored threshold below the chosen one would flag the texts at it
+    return math.ceil(best * 1e4) / 1e4 if best < 1.0 else 1.0
 
 
 def pools(rows: list[dict[str, object]]) -> dict[str, np.ndarray]:

@@ -58,9 +58,12 @@ def wheels(cache: Path = CACHE) -> dict[str, Path]:
     return found
 
 
-def rows(cache: Path = CACHE, extra: bool = False) -> list[dict[str, object]]:
+def rows(cache: Path = CACHE, extra: bool = False,
+         legacy_apps: bool = False) -> list[dict[str, object]]:
+    """``legacy_apps``: the training rows of the shipped encoder weights, made before the
+    app-prompt leak was fixed (injection_corpus.app_prompts); validation rows are the same."""
     out: list[dict[str, object]] = []
-    for e in injection_corpus.build(wheels(cache)):
+    for e in injection_corpus.build(wheels(cache), legacy_apps=legacy_apps):
         out.append({"text": e.text, "label": e.label, "family": e.family, "split": e.split,
                     "kind": ("indirect_attack" if indirect(e.family) else e.kind)
                     if e.label else e.kind,

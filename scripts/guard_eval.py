@@ -32,6 +32,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
+import re
 import sys
 from collections import defaultdict
 from dataclasses import replace
@@ -169,7 +171,15 @@ def main() -> None:
         manifest["word_thresholds"] = {r: thresholds[r]["word"] for r in ("user", "tool")}
         manifest["gate"] = GATE
         manifest["validation"] = report
-        path.write_text(json.dumps(manifest, indent=1) + "\n")
+        write_manifest(path, manifest)
+
+
+def write_manifest(path: Path, manifest: dict[str, object]) -> None:
+    """guard_model.json with lists of numbers (the references: thousands) on one line each."""
+    number = r"-?[0-9][0-9.eE+-]*"
+    text = re.sub(rf"\[\s*{number}(?:,\s*{number})*\s*\]", lambda m: "[" + ", ".join(
+        x.strip() for x in m.group(0)[1:-1].split(",")) + "]", json.dumps(manifest, indent=1))
+    path.write_text(text + "\n")
 
 
 GATE = 0.05  # word probability at which the encoder reads: hides 2% of attacks, see docs
@@ -198,7 +208,13 @@ def choose(pr: np.ndarray, word: np.ndarray, tuned: np.ndarray,
         if (base | ((word >= gate) & (tuned >= t))).mean() > budget:
             break
         t_e = float(t)
-    return round(t_w, 4), round(t_e, 4)
+    return ceil_to(t_w, 4), ceil_to(t_e, 4)
+
+
+def ceil_to(x: float, digits: int) -> float:
+    """``x`` rounded *up* to ``digits`` decimals: a stored threshold never falls below
+    the chosen one (rounding down flagged the benign texts scoring exactly at it)."""
+    return math.ceil(x * 10 ** digits) / 10 ** digits
 
 
 def select(rows: list[dict[str, object]], sc: dict[str, np.ndarray], role: np.ndarray,

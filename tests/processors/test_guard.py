@@ -78,7 +78,7 @@ def test_system_text_is_never_read_even_at_gate_zero(model: GuardModel) -> None:
 
 
 # The word-model thresholds the encoder's were chosen beside (guard_eval.py); the word
-# model shipped since catches ENCODER_ONLY as a tool result itself (tool threshold 0.6538).
+# model shipped since catches ENCODER_ONLY as a tool result itself (tool threshold 0.701).
 EARLIER_WORD = replace(load_patterns(), classifier=ClassifierConfig(
     thresholds=(("user", 0.9142), ("tool", 0.9721))))
 
@@ -96,8 +96,11 @@ def test_encoder_flags_a_tool_result_the_cheap_tiers_pass(model: GuardModel) -> 
 
 
 def test_thresholds_are_per_role(model: GuardModel) -> None:
-    shipped = stage(model)
-    assert not run(shipped, call(("user", ENCODER_ONLY))).injection_attempt
+    # ENCODER_ONLY reads ~0.97: under a strict user threshold, over a lax tool one
+    split = stage(model, rule=GuardRule(user=0.995, tool=0.9))
+    assert not run(split, call(("user", ENCODER_ONLY))).injection_attempt
+    assert not run(split, call(("unknown", ENCODER_ONLY))).injection_attempt
+    assert run(split, call(("tool", ENCODER_ONLY)), EARLIER_WORD).injection_attempt
     lax = stage(model, rule=GuardRule(user=0.9, tool=0.9))
     for role in ("user", "unknown"):  # an unknown role reads as user input
         assert run(lax, call((role, ENCODER_ONLY))).injection_attempt

@@ -126,13 +126,15 @@ def test_scores_stay_finite_on_hostile_text(text: str) -> None:
 
 def test_an_injection_planted_in_a_long_document_is_not_averaged_away() -> None:
     """Long texts are scored per 256-token window, so 20 KB of prose around an attack
-    does not average it out: the attack's windows score far above the prose's."""
+    does not average it out: the attack's windows score far above the prose's, past
+    every shipped role threshold, while the prose alone stays far below all of them."""
     model = shared_model()
     prose = "The committee met on Tuesday to review the budget for the new library. " * 150
     clean = model.probability(fold(prose + prose).text)
     planted = model.probability(fold(prose + PERSONA + prose).text)
-    assert clean < 0.05
-    assert planted > 3 * clean
+    roles = dict(load_patterns().classifier.thresholds)
+    assert clean < 0.1 < min(roles.values())
+    assert planted >= max(roles.values())
 
 
 CACHE = Path(os.environ.get("LLM_OBSERVE_TRAIN_CACHE",
