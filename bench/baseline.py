@@ -21,7 +21,7 @@ def worktree(ref: str) -> Path:
     """The path of a detached worktree at ``ref`` beside the repository (made if absent).
 
     A ``ref`` that is a directory holding ``llm_observe`` is that tree, used as it is (a
-    compiled build of the same source, say: docs/architecture.md, "Compiled span path").
+    compiled build of the same source, say: bench/README.md, "Branch speed8").
     """
     if (Path(ref) / "llm_observe").is_dir():
         return Path(ref).resolve()

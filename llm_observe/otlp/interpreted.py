@@ -1,8 +1,8 @@
 """The otlp classes that stay interpreted when the span path is compiled.
 
 mypyc compiles a class to a native class, and a native class cannot subclass ``tuple``
-or ``RuntimeError`` (docs/architecture.md, "Compiled span path"). These live here, in a
-module the build never compiles, and are re-exported where they belong
+or ``RuntimeError`` (bench/README.md, "Branch speed8": measured, not taken). These live
+here, in a module a compiled build would leave out, and are re-exported where they belong
 (:class:`otlp.texts.Candidates`, :class:`otlp.inplace.OutOfOrder`); compiled code
 builds and reads them as ordinary Python objects, so behaviour is the same either way.
 """
