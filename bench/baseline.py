@@ -18,7 +18,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def worktree(ref: str) -> Path:
-    """The path of a detached worktree at ``ref`` beside the repository (made if absent)."""
+    """The path of a detached worktree at ``ref`` beside the repository (made if absent).
+
+    A ``ref`` that is a directory holding ``llm_observe`` is that tree, used as it is (a
+    compiled build of the same source, say: bench/README.md, "Branch speed8").
+    """
+    if (Path(ref) / "llm_observe").is_dir():
+        return Path(ref).resolve()
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", f"{ref}^{{commit}}"],
                             check=True, capture_output=True, text=True).stdout.strip()
     path = REPO.parent / f"llm-observe-baseline-{commit[:12]}"

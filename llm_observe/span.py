@@ -201,8 +201,8 @@ class _Validator:
     __slots__ = ("data", "errors")
     # Label-like fields become metric labels and OTLP attributes: a control character
     # there breaks dashboards and log lines, and a lone surrogate cannot be encoded at all
-    # (/metrics would fail on every scrape). Free text (prompt, completion) is exempt.
-    UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+    # (/metrics fails every scrape). Free text is exempt. Raw: mypyc refuses surrogate literals.
+    UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         self.data = data
@@ -234,7 +234,7 @@ class _Validator:
 
     @staticmethod
     def _unprintable(char: str) -> str:
-        kind = "a lone surrogate" if "\ud800" <= char <= "\udfff" else "a control character"
+        kind = "a lone surrogate" if 0xD800 <= ord(char) <= 0xDFFF else "a control character"
         return f"must not contain {kind} (U+{ord(char):04X})"
 
     def text(self, name: str) -> str | None:

@@ -24,17 +24,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final
 
 from llm_observe.otlp import policy
+from llm_observe.otlp.interpreted import OutOfOrder
 from llm_observe.otlp.redact import needs_redaction, redact_span
 from llm_observe.otlp.walk import Walked
 from llm_observe.span import LlmSpan
 
 RANK: Final = {"full": 0, "redacted": 1, "none": 2}  # how far a policy takes the texts
 SPENT: Final = 3  # ``Walked.shaped`` once the last encoding left spans out in place
-
-
-class OutOfOrder(RuntimeError):
-    """A destination asked for texts an earlier one already took further (encode in
-    :data:`RANK` order), or came after the one said to be the last (:data:`SPENT`)."""
 
 
 def applies(origin: Walked) -> bool:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from llm_observe.otlp import textjson, textroles
+from llm_observe.otlp.interpreted import Candidates
 from llm_observe.otlp.keysets import KeySetCache
 from llm_observe.otlp.textkeys import (
     COMPLETION,
@@ -55,15 +56,6 @@ class Family:
     which: Which
     rank: int
     keys: tuple[tuple[str, Parse], ...] = ()  # "attr": (key, how to read it), layout order
-
-
-class Candidates(tuple[tuple[int, Family], ...]):
-    """The (index, family) pairs of one side, plus the one plain key when that is all the
-    attributes hold (ours, OpenLIT's: the reader's fast path)."""
-
-    which: Which
-    plain_key: str | None
-    roles: bool  # a key can say who wrote a piece (else the side's default role: textroles)
 
 
 def candidates(attrs: Any, which: Which) -> Candidates:

@@ -120,10 +120,10 @@ _ints: dict[bytes, int] = {}  # encoded non-negative ints -> value (counts repea
 def integer(a: Any, key: str, maximum: int) -> int:
     """A whole number from 0 to ``maximum`` (integral doubles accepted)."""
     raw = a[key]
-    value = _ints.get(raw)
-    if value is not None and value <= maximum:
-        return value
-    value = decode_value(raw)
+    cached = _ints.get(raw)
+    if cached is not None and cached <= maximum:
+        return cached
+    value = decode_value(raw)  # a name of its own: a compiled build checks a reused name's type
     if type(value) is int and 0 <= value <= maximum:
         if len(raw) <= _VALUE_CACHE_BYTES:  # an int with unknown fields appended is long
             if len(_ints) >= _VALUE_CACHE_SIZE:
@@ -175,10 +175,10 @@ def count(key: str, value: Any, maximum: int) -> int:
 def finish_reason(a: Any, key: str) -> str | None:
     """A finish reason (first of an array), normalised to the spec's values."""
     raw = a[key]
-    value = _finish_cache.get(raw)
-    if value is not None:
-        return value
-    value = decode_value(raw)
+    cached = _finish_cache.get(raw)
+    if cached is not None:
+        return cached
+    value = decode_value(raw)  # a name of its own, as in integer()
     if isinstance(value, str) and value[:1] == "[":  # LiteLLM sends the array as JSON text
         try:
             value = json.loads(value)

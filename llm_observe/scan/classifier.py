@@ -18,7 +18,6 @@ file that is not the one trained and evaluated is refused, not silently used.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import math
@@ -123,10 +122,11 @@ class InjectionModel:
         """The same weights (shared, not copied) flagging at another threshold."""
         if threshold == self.threshold:
             return self
-        other = copy.copy(self)
-        clamped = min(max(threshold, 1e-12), 1 - 1e-12)
-        other.threshold = threshold
-        other._needed = math.log(clamped / (1 - clamped)) - self.bias - 1e-6
+        # Built empty, then given these tables: copy.copy cannot copy a compiled (mypyc)
+        # instance, and the constructor works out ``_needed`` for the new threshold.
+        other = InjectionModel({}, self.bias, self.window, threshold, self.manifest)
+        other._unigram, other._bigram = self._unigram, self._bigram
+        other._bound, other._heavy = self._bound, self._heavy
         return other
 
     def probability(self, folded: str) -> float:
