@@ -18,6 +18,8 @@ wheel; never the project's environment):
   [embeddings] extra's vector) and (2) the top TOP layers + a head started from (1), with
   class- and family-balanced weights. Deterministic: fixed seeds, fixed thread count,
   ``torch.use_deterministic_algorithms``.
+- The layer, embedding and pooling code is the student's (scripts/guard_torch.py: the
+  same arithmetic; its pruning hooks are not used here).
 - Writes ``frozen_head.npz`` and ``top_layers.safetensors`` (fp16 top-layer tensors under
   their BERT names, plus ``head.weight``/``head.bias``) to OUT_DIR.
 """
@@ -35,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from guard_torch import Layer, batches, embed_input, pad, pooled  # scripts/ is on sys.path
 from safetensors.numpy import save_file
 from safetensors.torch import load_file
 from tokenizers import Tokenizer
@@ -56,82 +59,6 @@ torch.use_deterministic_algorithms(True)
 
 def windows(ids: list[int]) -> list[list[int]]:
     return [[CLS, *ids[i:i + WINDOW], SEP] for i in range(0, max(1, len(ids)), WINDOW)]
-
-
-class Layer(torch.nn.Module):
-    def __init__(self, w: dict[str, torch.Tensor], i: int) -> None:
-        super().__init__()
-        p = f"encoder.layer.{i}."
-        self.prefix = p
-        names = ["attention.self.query", "attention.self.key", "attention.self.value",
-                 "attention.output.dense", "intermediate.dense", "output.dense"]
-        self.lin = torch.nn.ModuleDict()
-        for n in names:
-            out_f, in_f = w[p + n + ".weight"].shape
-            lin = torch.nn.Linear(in_f, out_f)
-            lin.weight.data.copy_(w[p + n + ".weight"])
-            lin.bias.data.copy_(w[p + n + ".bias"])
-            self.lin[n.replace(".", "_")] = lin
-        self.ln1 = torch.nn.LayerNorm(384, eps=1e-12)
-        self.ln2 = torch.nn.LayerNorm(384, eps=1e-12)
-        for ln, n in ((self.ln1, "attention.output.LayerNorm"), (self.ln2, "output.LayerNorm")):
-            ln.weight.data.copy_(w[p + n + ".weight"])
-            ln.bias.data.copy_(w[p + n + ".bias"])
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        b, s, h = x.shape
-        def heads(t: torch.Tensor) -> torch.Tensor:
-            return t.view(b, s, 12, 32).transpose(1, 2)
-        q = heads(self.lin["attention_self_query"](x))
-        k = heads(self.lin["attention_self_key"](x))
-        v = heads(self.lin["attention_self_value"](x))
-        att = (q @ k.transpose(-1, -2)) / math.sqrt(32)
-        att = att.masked_fill(~mask[:, None, None, :], -1e4).softmax(-1)
-        ctx = (att @ v).transpose(1, 2).reshape(b, s, h)
-        x = self.ln1(self.lin["attention_output_dense"](ctx) + x)
-        inner = torch.nn.functional.gelu(self.lin["intermediate_dense"](x))
-        return self.ln2(self.lin["output_dense"](inner) + x)
-
-    def state(self) -> dict[str, np.ndarray]:
-        out = {}
-        for n, lin in self.lin.items():
-            name = self.prefix + n.replace("attention_self_", "attention.self.").replace(
-                "attention_output_", "attention.output.").replace(
-                "intermediate_", "intermediate.").replace("output_dense", "output.dense")
-            out[name + ".weight"] = lin.weight.detach().numpy().astype(np.float16)
-            out[name + ".bias"] = lin.bias.detach().numpy().astype(np.float16)
-        for ln, n in ((self.ln1, "attention.output.LayerNorm"), (self.ln2, "output.LayerNorm")):
-            out[self.prefix + n + ".weight"] = ln.weight.detach().numpy().astype(np.float16)
-            out[self.prefix + n + ".bias"] = ln.bias.detach().numpy().astype(np.float16)
-        return out
-
-
-def embed_input(w: dict[str, torch.Tensor], ids: torch.Tensor) -> torch.Tensor:
-    pos = torch.arange(ids.shape[1])
-    x = (w["embeddings.word_embeddings.weight"][ids]
-         + w["embeddings.position_embeddings.weight"][pos]
-         + w["embeddings.token_type_embeddings.weight"][0])
-    return torch.nn.functional.layer_norm(x, (384,), w["embeddings.LayerNorm.weight"],
-                                          w["embeddings.LayerNorm.bias"], 1e-12)
-
-
-def pooled(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    m = mask.unsqueeze(-1).float()
-    return torch.nn.functional.normalize((x * m).sum(1) / m.sum(1), dim=-1, eps=1e-12)
-
-
-def batches(n_items: list[int], size: int) -> list[list[int]]:
-    return [n_items[i:i + size] for i in range(0, len(n_items), size)]
-
-
-def pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    s = max(map(len, seqs))
-    ids = torch.zeros(len(seqs), s, dtype=torch.long)
-    mask = torch.zeros(len(seqs), s, dtype=torch.bool)
-    for i, q in enumerate(seqs):
-        ids[i, :len(q)] = torch.tensor(q)
-        mask[i, :len(q)] = True
-    return ids, mask
 
 
 def main() -> None:
