@@ -1,12 +1,15 @@
-"""Teacher pass of scripts/train_guard.py: the previous 6-layer encoder's sentence vectors
-and logits for the student's training windows (scripts/guard_windows.py).
+"""Teacher pass of scripts/train_guard.py: a 6-layer encoder's sentence vectors and logits
+for the student's training windows (scripts/guard_windows.py).
 
-    python scripts/guard_teacher.py DATA.json OUT.npz
+    python scripts/guard_teacher.py DATA.json OUT.npz [TOP_LAYERS.safetensors]
 
-The teacher is the encoder shipped before the student (all-MiniLM-L6-v2 with its top
-layer fine-tuned, + head), read from git at TEACHER_COMMIT and checked against its
-manifest's SHA-256; run as the int8 graph the runtime builds (llm_observe.guard.model),
-one window at a time, so its vectors do not depend on batching.
+The teacher is all-MiniLM-L6-v2 with its top layer fine-tuned, + head. With a third
+argument it is that file (scripts/guard_teacher_torch.py's ``top_layers.safetensors``,
+trained by train_guard.py on the same rows: the clean recipe); without it, the encoder
+shipped before the student, read from git at TEACHER_COMMIT and checked against its
+manifest's SHA-256 (trained on the rows of the app-prompt leak: train_guard.py
+--legacy-apps). Run as the int8 graph the runtime builds (llm_observe.guard.model), one
+window at a time, so its vectors do not depend on batching.
 """
 
 from __future__ import annotations
@@ -40,15 +43,21 @@ def _git(path: str) -> bytes:
                           check=True, capture_output=True).stdout
 
 
-def teacher_files(base: weights.ModelFiles) -> GuardFiles:
-    """The 6-layer teacher as GuardFiles: base layers 0-4, the fine-tuned layer 5, head."""
+def teacher_files(base: weights.ModelFiles, top: Path | None = None) -> GuardFiles:
+    """The 6-layer teacher as GuardFiles: base layers 0-4, the fine-tuned layer 5, head;
+    the file ``top`` (a clean retrain) or, without it, git's TEACHER_COMMIT."""
     from safetensors.numpy import load
 
-    blob = _git(TEACHER_WEIGHTS)
-    manifest = json.loads(_git(TEACHER_MANIFEST))
-    digest = hashlib.sha256(blob).hexdigest()
-    if digest != manifest["sha256"]:
-        raise SystemExit(f"teacher weights {digest[:12]} do not match their manifest")
+    if top is not None:
+        blob = top.read_bytes()
+        digest = hashlib.sha256(blob).hexdigest()
+        manifest: dict[str, object] = {"sha256": digest, "thresholds": {}}
+    else:
+        blob = _git(TEACHER_WEIGHTS)
+        manifest = json.loads(_git(TEACHER_MANIFEST))
+        digest = hashlib.sha256(blob).hexdigest()
+        if digest != manifest["sha256"]:
+            raise SystemExit(f"teacher weights {digest[:12]} do not match their manifest")
     tensors = {k: v.astype(np.float32) for k, v in graph.load_weights(base).items()
                if k.startswith("encoder.layer.")}
     tensors.update({k: v.astype(np.float32) for k, v in load(io.BytesIO(blob).read()).items()})
@@ -58,7 +67,7 @@ def teacher_files(base: weights.ModelFiles) -> GuardFiles:
 def main() -> None:
     data, out = Path(sys.argv[1]), Path(sys.argv[2])
     base = weights.locate()
-    files = teacher_files(base)
+    files = teacher_files(base, Path(sys.argv[3]) if len(sys.argv) > 3 else None)
     session = ort.InferenceSession(build_graph(files, base), session_options(1),
                                    providers=["CPUExecutionProvider"])
     seqs, _, _ = guard_windows.training_windows(data, base.tokenizer)

