@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from llm_observe.collector.settings import OFFLOAD_BOUNDS
+
 log = logging.getLogger("llm_observe.serve")
 
 INDEX_ENV = "LLM_OBSERVE_WORKER_INDEX"
@@ -57,14 +59,14 @@ def worker_count(environ: Mapping[str, str] | None = None) -> int:
 def share(total: int, index: int, count: int) -> int:
     """Worker ``index``'s part of a bound set for the whole host: the parts of ``count``
     workers add up to ``total`` (the first ``total % count`` take one more), and each is at
-    least 1 — with more workers than the bound, the host runs one each (``count`` in all)."""
+    least 1 (as every bound is: Settings.validate) — with more workers than the bound, the
+    host runs one each (``count`` in all)."""
     return max(1, total // count + (index < total % count))
 
 
 def offload_bounds(settings: Any) -> dict[str, int]:
     """The API's offload gate bounds (``api_<kind>_running`` / ``_waiting``) by field."""
-    return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
-            if f.name.startswith("api_") and f.name.endswith(("_running", "_waiting"))}
+    return {name: getattr(settings, name) for name in OFFLOAD_BOUNDS}
 
 
 def for_worker(settings: Any, index: int, count: int = 1) -> Any:
