@@ -110,6 +110,24 @@ def quick() -> bool:
     return "--quick" in sys.argv
 
 
+def sections_args(child: Callable[[int], None]) -> Any:
+    """The command line of a bench measured in sections (bench.stages, bench.receiver_loop):
+    ``--requests``, ``--repeats``, ``--instructions``; under ``--child`` (the side
+    :func:`callgrind_sections` starts) ``child(requests)`` runs and None is returned."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--instructions", action="store_true")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.requests)
+        return None
+    return args
+
+
 def run_sections(work: list[tuple[str, Callable[[], object]]]) -> None:
     """The child side of :func:`callgrind_sections`: each section run once to warm it (tables,
     caches, label sets), then, the GC off, each between two ``os.getppid()`` markers; the

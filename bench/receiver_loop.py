@@ -12,7 +12,6 @@ CPU µs per span (median of ``--repeats``; a fresh collector each repeat).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import statistics
@@ -20,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench._common import callgrind_sections, emit, run_sections
+from bench._common import callgrind_sections, emit, run_sections, sections_args
 
 
 def exporters(n_requests: int) -> tuple[int, list[tuple[str, Callable[[], None]]]]:
@@ -71,14 +70,8 @@ def instructions(n_requests: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--requests", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--instructions", action="store_true")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        child(args.requests)
+    args = sections_args(child)
+    if args is None:
         return
     if args.instructions:
         for name, value in instructions(args.requests).items():

