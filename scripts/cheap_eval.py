@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import re
 import subprocess
 import sys
@@ -106,8 +105,7 @@ def threshold_at(pr: np.ndarray, word: np.ndarray, fa: float = TARGET_FA) -> flo
         if (pr | (word >= t)).mean() > fa:
             break
         best = float(t)
-    # rounded up: a stored threshold below the chosen one would flag the texts at it
-    return math.ceil(best * 1e4) / 1e4 if best < 1.0 else 1.0
+    return guard_data.ceil_to(best, 4) if best < 1.0 else 1.0
 
 
 def pools(rows: list[dict[str, object]]) -> dict[str, np.ndarray]:

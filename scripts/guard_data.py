@@ -16,6 +16,7 @@ separately.
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,13 @@ def wheels(cache: Path = CACHE) -> dict[str, Path]:
     if missing:
         injection_sources.fetch(cache, tried=True)
     return found
+
+
+def ceil_to(x: float, digits: int) -> float:
+    """A chosen threshold as stored (cheap_eval, guard_eval, guard_stack): rounded *up* to
+    ``digits`` decimals, so it never falls below the chosen point (rounded to nearest, it
+    did, and flagged the benign texts scoring between the two)."""
+    return math.ceil(x * 10 ** digits) / 10 ** digits
 
 
 def rows(cache: Path = CACHE, extra: bool = False,

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import re
 import sys
 from collections import defaultdict
@@ -208,13 +207,7 @@ def choose(pr: np.ndarray, word: np.ndarray, tuned: np.ndarray,
         if (base | ((word >= gate) & (tuned >= t))).mean() > budget:
             break
         t_e = float(t)
-    return ceil_to(t_w, 4), ceil_to(t_e, 4)
-
-
-def ceil_to(x: float, digits: int) -> float:
-    """``x`` rounded *up* to ``digits`` decimals: a stored threshold never falls below
-    the chosen one (rounding down flagged the benign texts scoring exactly at it)."""
-    return math.ceil(x * 10 ** digits) / 10 ** digits
+    return guard_data.ceil_to(t_w, 4), guard_data.ceil_to(t_e, 4)
 
 
 def select(rows: list[dict[str, object]], sc: dict[str, np.ndarray], role: np.ndarray,

@@ -166,7 +166,7 @@ def main() -> None:
             th[rl], oof[rl] = role_threshold(s, pool, half)
         t = np.where(as_tool, th["tool"], th["user"])
         flag = score >= t if base is None else base | (score >= t)
-        stored = {k: guard_eval.ceil_to(v, 8) for k, v in th.items()}
+        stored = {k: guard_data.ceil_to(v, 8) for k, v in th.items()}
         return flag, {"thresholds": stored, "oof_fa": oof}
 
     flag, extra = per_role(sc["word"], pr)
@@ -194,7 +194,6 @@ def main() -> None:
                              "thresholds": out["stacked"]["thresholds"],  # type: ignore[index]
                              "validation": out}
         guard_eval.write_manifest(path, manifest)
-
 
 
 if __name__ == "__main__":

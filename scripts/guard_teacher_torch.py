@@ -1,18 +1,18 @@
 """Torch stage of the teacher (scripts/train_guard.py): fine-tune MiniLM's top layer and a head.
 
 The recipe of the 6-layer encoder shipped before the student (git f83aec4's
-scripts/guard_torch.py, unchanged but for this paragraph), kept so the teacher can be
-retrained on the current rows: train_guard.py runs it first (without ``--legacy-apps``),
-then scripts/guard_teacher.py reads its ``top_layers.safetensors`` as the teacher the
-2-layer student is distilled from. Run with a separate interpreter that has torch (CPU
-wheel; never the project's environment):
+scripts/guard_torch.py; its windows and weights now come from the student's code), kept
+so the teacher can be retrained on the current rows: train_guard.py runs it first
+(without ``--legacy-apps``), then scripts/guard_teacher.py reads its
+``top_layers.safetensors`` as the teacher the 2-layer student is distilled from. Run
+with a separate interpreter that has torch (CPU wheel; never the project's environment):
 
     /tmp/trainvenv/bin/python scripts/guard_teacher_torch.py DATA.json MODEL_DIR OUT_DIR
 
-- Reads the labelled rows (guard_data.py), tokenises them with the model's WordPiece
-  tokenizer into the run-time windows (llm_observe.guard.windows: 126 tokens + [CLS]/[SEP],
-  no overlap), keeps up to ATTACK_WINDOWS windows of an attack and NEG_WINDOWS of a
-  negative (picked by a seeded generator), training split only.
+- Reads the labelled rows (guard_data.py) as the student does: the same training
+  windows, negatives subsampled per kind, seeded picks (scripts/guard_windows.py
+  ``training_windows``; the earlier script's inline copy of it gave the same 5,670
+  windows, labels and weights on the fixed rows).
 - Runs the frozen lower layers once and caches their output (the expensive part), then
   fits (1) a logistic head on the frozen model's sentence embedding (mean pool + L2, the
   [embeddings] extra's vector) and (2) the top TOP layers + a head started from (1), with
@@ -26,74 +26,34 @@ wheel; never the project's environment):
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import random
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
+import guard_windows  # scripts/ is on sys.path
 import numpy as np
 import torch
-from guard_torch import Layer, batches, embed_input, pad, pooled  # scripts/ is on sys.path
+from guard_torch import Layer, balanced, batches, embed_input, pad, pooled
 from safetensors.numpy import save_file
 from safetensors.torch import load_file
-from tokenizers import Tokenizer
 
 TOP = 1                 # fine-tuned top layers
-WINDOW = 126            # tokens per window, [CLS] and [SEP] added
-ATTACK_WINDOWS, NEG_WINDOWS = 2, 1
-# The machine is shared (2 cores, ~0.5 of one for this): negatives are subsampled to
-# this many per kind, chosen by hash, so the lower-layer pass stays ~10 minutes.
-NEG_PER_KIND = {"realistic_benign": 2000, "benign": 400, "hard_benign": 600,
-                "harmful_request": 250, "prose": 150}
 EPOCHS, BATCH, LR_LAYER, LR_HEAD = 1, 32, 1e-4, 1e-3
-CLS, SEP = 101, 102
 LAYERS = 6
 torch.manual_seed(0)
 torch.set_num_threads(1)  # 2 threads spin against each other on a shared, loaded machine
 torch.use_deterministic_algorithms(True)
 
 
-def windows(ids: list[int]) -> list[list[int]]:
-    return [[CLS, *ids[i:i + WINDOW], SEP] for i in range(0, max(1, len(ids)), WINDOW)]
-
-
 def main() -> None:
     data_path, model_dir, out_dir = map(Path, sys.argv[1:4])
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = [r for r in json.loads(data_path.read_text()) if r["split"] == "train"]
-    by_kind: dict[str, list[dict[str, object]]] = {}
-    for r in rows:
-        by_kind.setdefault(str(r["kind"]), []).append(r)
-    rows = []
-    for k in sorted(by_kind):
-        part = sorted(by_kind[k], key=lambda r: hashlib.sha256(str(r["text"]).encode()).digest())
-        rows += part[:NEG_PER_KIND[k]] if k in NEG_PER_KIND else part
-    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    tok.no_truncation()
-    tok.no_padding()
+    seqs, labels, weights = guard_windows.training_windows(data_path,
+                                                           model_dir / "tokenizer.json")
     w = {k: v.float() for k, v in load_file(str(model_dir / "model.safetensors")).items()
          if v.dtype.is_floating_point}
-    fam = Counter((r["label"], r["family"]) for r in rows)
-    seqs, labels, weights = [], [], []
-    for n, r in enumerate(rows):
-        wins = windows(tok.encode(r["text"], add_special_tokens=False).ids)
-        rng = random.Random(f"guard|{n}")
-        keep = ATTACK_WINDOWS if r["label"] else NEG_WINDOWS
-        picked = wins if len(wins) <= keep else [
-            wins[i] for i in sorted(rng.sample(range(len(wins)), keep))]
-        for win in picked:
-            seqs.append(win)
-            labels.append(r["label"])
-            weights.append(fam[(r["label"], r["family"])] ** -0.5 / len(picked))
-    y = torch.tensor(labels, dtype=torch.float32)
-    sw = torch.tensor(weights, dtype=torch.float64)
-    for cls in (0, 1):
-        sw[y == cls] /= sw[y == cls].sum()
-    sw = (sw * len(sw) / 2).float()
+    y, sw = balanced(labels, weights)
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     print(f"{len(seqs)} windows, {sum(map(len, seqs))} tokens, {int(y.sum())} attack", flush=True)
     # 1. frozen lower layers, cached (sorted by length: little padding).

@@ -146,6 +146,16 @@ def pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, mask
 
 
+def balanced(labels: list[int], weights: list[float]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(labels, sample weights) as tensors, the weights rescaled so each class sums to half
+    the windows (the teacher's recipe and the student's)."""
+    y = torch.tensor(labels, dtype=torch.float32)
+    sw = torch.tensor(weights, dtype=torch.float64)
+    for cls in (0, 1):
+        sw[y == cls] /= sw[y == cls].sum()
+    return y, (sw * len(sw) / 2).float()
+
+
 def main() -> None:
     data_path, model_dir, out_dir = map(Path, sys.argv[1:4])
     teacher = np.load(sys.argv[4]) if len(sys.argv) > 4 else None
@@ -154,11 +164,7 @@ def main() -> None:
                                                            model_dir / "tokenizer.json")
     w = {k: v.float() for k, v in load_file(str(model_dir / "model.safetensors")).items()
          if v.dtype.is_floating_point}
-    y = torch.tensor(labels, dtype=torch.float32)
-    sw = torch.tensor(weights, dtype=torch.float64)
-    for cls in (0, 1):
-        sw[y == cls] /= sw[y == cls].sum()
-    sw = (sw * len(sw) / 2).float()
+    y, sw = balanced(labels, weights)
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     print(f"{len(seqs)} windows, {sum(map(len, seqs))} tokens, {int(y.sum())} attack", flush=True)
     # 1. embedding output, cached (sorted by length: little padding).
