@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from llm_observe.errors import ConfigError
+from llm_observe.scan import native
 
 FORMAT = "llm-observe-injection-linear/1"
 MODEL_FILE = "injection_model.tsv"
@@ -90,8 +91,8 @@ class InjectionModel:
 
     Immutable after construction, so one instance is shared by every scanner."""
 
-    __slots__ = ("_bigram", "_bound", "_heavy", "_needed", "_unigram", "bias", "manifest",
-                 "threshold", "window")
+    __slots__ = ("_bigram", "_bound", "_heavy", "_native", "_needed", "_unigram", "bias",
+                 "manifest", "threshold", "window")
 
     def __init__(self, weights: dict[Key, float], bias: float, window: int,
                  threshold: float, manifest: dict[str, Any]) -> None:
@@ -117,20 +118,41 @@ class InjectionModel:
         clamped = min(max(threshold, 1e-12), 1 - 1e-12)
         self._needed = math.log(clamped / (1 - clamped)) - bias - 1e-6
         self._heavy = {k: w for k, w in self._bigram.items() if w > _SMALL}
+        # The same tables in C (scan/native), when built: detect and probability then run
+        # there, same floats bit for bit; None = this pure-Python code.
+        self._native = native.scorer(self._unigram, self._bigram, self._bound, self._heavy,
+                                     bias=bias, window=window, short=_SHORT, small=_SMALL)
+
+    @property
+    def compiled(self) -> bool:
+        """Whether detect and probability run in the compiled scorer (scan/native)."""
+        return self._native is not None
+
+    def pure(self) -> InjectionModel:
+        """The same model scoring in pure Python only (the differential tests' reference)."""
+        other = self._share(self.threshold)
+        other._native = None
+        return other
 
     def with_threshold(self, threshold: float) -> InjectionModel:
         """The same weights (shared, not copied) flagging at another threshold."""
         if threshold == self.threshold:
             return self
+        return self._share(threshold)
+
+    def _share(self, threshold: float) -> InjectionModel:
         # Built empty, then given these tables: copy.copy cannot copy a compiled (mypyc)
         # instance, and the constructor works out ``_needed`` for the new threshold.
         other = InjectionModel({}, self.bias, self.window, threshold, self.manifest)
         other._unigram, other._bigram = self._unigram, self._bigram
         other._bound, other._heavy = self._bound, self._heavy
+        other._native = self._native
         return other
 
     def probability(self, folded: str) -> float:
         """Highest window score of a folded text (0.0 for a text without words)."""
+        if self._native is not None:
+            return self._native.score(folded.encode("utf-8", "surrogatepass"))
         return self._score(tokens(folded))
 
     def detect(self, folded: str, encoded: bytes | None = None) -> float | None:
@@ -142,6 +164,10 @@ class InjectionModel:
         and heavy bigrams), and the text is scored exactly only when both reach the
         threshold. Neither underestimates (see ``__init__`` and ``_SMALL``), so no
         hit is lost."""
+        if self._native is not None:
+            return self._native.detect(folded.encode("utf-8", "surrogatepass")
+                                       if encoded is None else encoded,
+                                       self._needed, self.threshold)
         toks = tokens(folded) if encoded is None else encoded.translate(_PUNCT).split()
         if not toks:
             return None
