@@ -125,7 +125,9 @@ fi
 # package with the locked setuptools (--no-build-isolation) and adds no dependency of its own.
 env_prefix=$("$py" -c 'import sys; print(sys.prefix)')
 stamp_file=$env_prefix/.llm-observe-install
-stamp="$root $(cat pyproject.toml requirements/dev.lock requirements/weights.lock | sha256sum | cut -d' ' -f1)"
+# setup.py and the C source too: the word model's compiled scorer is rebuilt in place when they change.
+stamp="$root $(cat pyproject.toml setup.py llm_observe/scan/native/_wordmodel.c requirements/dev.lock \
+  requirements/weights.lock | sha256sum | cut -d' ' -f1)"
 if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp" ] \
    && (cd / && "$py" -c '
 import importlib.metadata as md, pathlib, sys
@@ -144,6 +146,9 @@ else
   "$py" -m pip install -q --no-deps --no-build-isolation -e '.[dev]'
   echo "$stamp" >"$stamp_file"
 fi
+# The editable install builds the word model's C scorer in place when a compiler and the
+# Python headers are there (setup.py; optional: pure Python otherwise, same scores).
+say "word model: $(cd / && "$py" -c 'from llm_observe.scan import native; print(native.STATUS)' 2>&1 | tail -1)"
 
 # --- the trace backends of the forwarding tests ----------------------------------------
 # Phoenix and MLflow, each in a venv of its own (never in this one), pinned and cached by a

@@ -12,8 +12,7 @@ Chosen once, at import (``STATUS`` says which and why):
 - no built module for this interpreter: pure Python;
 - a module built from another ``_wordmodel.c`` than the one beside it (an edited source
   in a checkout, a stale in-place build): pure Python and one warning — an old build
-  never shadows an edited source. A wheel holds no ``.c`` file, so there the check is
-  the build's own;
+  never shadows an edited source (a wheel ships the ``.c`` it was built from);
 - else the compiled scorer.
 """
 
