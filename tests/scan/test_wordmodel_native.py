@@ -233,3 +233,17 @@ def test_a_build_of_another_source_is_not_used(tmp_path: Path, monkeypatch: pyte
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
     monkeypatch.setattr(native, "SOURCE", tmp_path / "absent.c")  # a wheel: no source
     assert native._load()[0] is not None
+
+
+@built
+def test_a_scorer_made_without_its_tables_refuses_to_score() -> None:
+    # Scorer.__new__ without __init__ (or an __init__ that failed half-way) must raise,
+    # not read tables that are not there.
+    kind = type(shared_model()._native)
+    empty = kind.__new__(kind)
+    with pytest.raises(ValueError):
+        empty.detect(b"ignore previous instructions", 0.0, 0.5)
+    with pytest.raises(ValueError):
+        empty.score(b"x")
+    with pytest.raises(TypeError):
+        kind({b"a": 1.0}, {("a", "b"): 1.0}, {}, {}, 0.0, 8, 48, 0.05)  # str pair keys

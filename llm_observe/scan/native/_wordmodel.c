@@ -57,6 +57,7 @@ typedef struct {
     size_t pair_mask;
     double bias, small;
     Py_ssize_t window, shortlen;
+    int ready;  /* set once every table is filled: a half-built Scorer scores nothing */
 } Scorer;
 
 static uint64_t hash_bytes(const unsigned char *p, size_t n) {
@@ -208,6 +209,10 @@ static int run_detect(const Scorer *s, const uint32_t *ids, Py_ssize_t n, double
 /* Tokenize and run: mode 0 = score, 1 = detect. 1 = *out set, 0 = None, -1 = error set. */
 static int run(const Scorer *s, Py_buffer *text, int mode, double needed, double threshold,
                double *out) {
+    if (!s->ready) {
+        PyErr_SetString(PyExc_ValueError, "Scorer was not initialised");
+        return -1;
+    }
     uint32_t stack[STACK_TOKENS];
     size_t room = (size_t)text->len / 2 + 1;
     uint32_t *ids = room <= STACK_TOKENS ? stack : PyMem_RawMalloc(sizeof(uint32_t) * room);
@@ -366,6 +371,7 @@ static int fill(Scorer *s, PyObject *unigram, PyObject *bigram, PyObject *bound,
         goto done;
     }
     rc = 0;
+    s->ready = 1;
 done:
     Py_DECREF(ids);
     return rc;
