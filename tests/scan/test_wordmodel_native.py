@@ -88,6 +88,11 @@ def mixed(model: InjectionModel, rng: random.Random, count: int) -> list[str]:
 
 @pytest.fixture(scope="module")
 def corpus() -> list[str]:
+    return build_corpus()
+
+
+def build_corpus() -> list[str]:
+    """The differential corpus, folded (also what a run on another Python is fed)."""
     rng = random.Random(24)
     model = shared_model()
     long_docs = [" ".join(rng.sample(generate_prose(100_000, seed=3), 40)) for _ in range(20)]

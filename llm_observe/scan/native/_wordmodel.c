@@ -7,9 +7,10 @@
  * Hence the rules this file keeps:
  *   - tokens: the same boundaries as bytes.translate(_PUNCT).split(): a token is a
  *     maximal run of bytes that are neither ASCII punctuation of _PUNCT nor whitespace;
- *   - every sum is CPython 3.11's sum() of floats: 0.0, then each value added left to
- *     right in double precision (no compensation, no reordering, no FMA: setup.py builds
- *     this file with -ffp-contract=off, and an x87 build refuses to compile below);
+ *   - every sum() is the running interpreter's sum() of floats (Sum below): up to 3.11
+ *     each value added left to right in double precision, from 3.12 on with Neumaier's
+ *     compensation as CPython does it; no reordering, no FMA (setup.py builds this file
+ *     with -ffp-contract=off, and an x87 build refuses to compile below);
  *   - prefix sums, windows, max, clamp and sigmoid as classifier.py writes them, with
  *     libm's sqrt and exp (what math.sqrt / math.exp call).
  * No Python object is made per token; memory is a few bytes a token, freed on return;
@@ -122,6 +123,27 @@ static Py_ssize_t tokenize(const Scorer *s, const unsigned char *text, Py_ssize_
     return n;
 }
 
+/* sum() of floats as the interpreter this is built for computes it (bltinmodule.c). */
+typedef struct { double f, c; } Sum;
+
+static inline void sum_add(Sum *s, double x) {
+#if PY_VERSION_HEX >= 0x030C0000
+    double t = s->f + x;
+    if (fabs(s->f) >= fabs(x)) s->c += (s->f - t) + x;
+    else s->c += (x - t) + s->f;
+    s->f = t;
+#else
+    s->f += x;
+#endif
+}
+
+static inline double sum_total(const Sum *s) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (s->c != 0.0 && isfinite(s->c)) return s->f + s->c;
+#endif
+    return s->f;
+}
+
 static double sigmoid(double z) {
     /* 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z)))): min/max keep their first
      * argument unless the second is strictly smaller/larger. */
@@ -145,10 +167,10 @@ static int exact_score(const Scorer *s, const uint32_t *ids, Py_ssize_t n, doubl
     if (n == 0) { *out = 0.0; return 0; }
     double best = 0.0;
     if (n <= s->window) {
-        double uni = 0.0, bi = 0.0;
-        for (Py_ssize_t i = 0; i < n; i++) uni += s->uni[ids[i]];
-        for (Py_ssize_t i = 0; i + 1 < n; i++) bi += pair_bigram(s, ids[i], ids[i + 1]);
-        best = (uni + bi) / sqrt((double)(n + 1));
+        Sum uni = {0.0, 0.0}, bi = {0.0, 0.0};
+        for (Py_ssize_t i = 0; i < n; i++) sum_add(&uni, s->uni[ids[i]]);
+        for (Py_ssize_t i = 0; i + 1 < n; i++) sum_add(&bi, pair_bigram(s, ids[i], ids[i + 1]));
+        best = (sum_total(&uni) + sum_total(&bi)) / sqrt((double)(n + 1));
     } else {
         /* [0.0, *accumulate(per_token)] and [0.0, *accumulate(per_pair)] */
         double *tok_sum = PyMem_RawMalloc(sizeof(double) * (size_t)(2 * n + 1));
@@ -175,13 +197,13 @@ static int exact_score(const Scorer *s, const uint32_t *ids, Py_ssize_t n, doubl
 
 static int bound_passes(const Scorer *s, const uint32_t *ids, Py_ssize_t start,
                         Py_ssize_t end, double needed) {
-    double tok = 0.0, pair = 0.0;
-    for (Py_ssize_t i = start; i < end; i++) tok += s->uni[ids[i]];
+    Sum tok = {0.0, 0.0}, pair = {0.0, 0.0};
+    for (Py_ssize_t i = start; i < end; i++) sum_add(&tok, s->uni[ids[i]]);
     for (Py_ssize_t i = start; i + 1 < end; i++) {
         const PairSlot *p = pair_find(s, ids[i], ids[i + 1]);
-        pair += p ? p->heavy : s->small;
+        sum_add(&pair, p ? p->heavy : s->small);
     }
-    return tok + pair >= needed * sqrt((double)(end - start + 1));
+    return sum_total(&tok) + sum_total(&pair) >= needed * sqrt((double)(end - start + 1));
 }
 
 /* detect(): 1 = score in *out, 0 = below the threshold, -1 = out of memory. */
@@ -189,9 +211,9 @@ static int run_detect(const Scorer *s, const uint32_t *ids, Py_ssize_t n, double
                       double threshold, double *out) {
     if (n == 0) return 0;
     if (n <= s->shortlen) {
-        double bound = 0.0;
-        for (Py_ssize_t i = 0; i < n; i++) bound += s->bound[ids[i]];
-        if (bound < needed * sqrt((double)(n + 1))) return 0;
+        Sum bound = {0.0, 0.0};
+        for (Py_ssize_t i = 0; i < n; i++) sum_add(&bound, s->bound[ids[i]]);
+        if (sum_total(&bound) < needed * sqrt((double)(n + 1))) return 0;
     } else {
         /* _may_pass: a window's exact unigrams + each bigram's heavy weight or small */
         int pass = 0;
