@@ -86,5 +86,5 @@ def rows(cache: Path = CACHE, extra: bool = False, legacy_apps: bool = False,
                     "source": r["source"]})
     add = guard_extra.rows(out, wheels(cache))[0] if extra else []
     if styled:
-        add += guard_styled.rows(out, cache, wheels(cache))[0]
+        add += guard_styled.rows(out, cache)[0]
     return out + add

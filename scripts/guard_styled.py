@@ -68,16 +68,22 @@ def _render(node: ast.expr, defaults: dict[str, str]) -> str:
     return ""
 
 
+def gpt_prompt_files(wheel: Path) -> list[str]:
+    """The modules of gpt-prompt read: one prompt class each, ``SKIP`` and the package's
+    base and test modules left out."""
+    with zipfile.ZipFile(wheel) as z:
+        return [n for n in sorted(z.namelist())
+                if len(p := n.split("/")) == 3 and n.endswith(".py") and p[2] not in SKIP
+                and p[1] not in ("base", "test") and not p[2].startswith("__")]
+
+
 def gpt_prompt(wheel: Path) -> list[tuple[str, str]]:
     """(family, text): each class's prompt in each language, its ``__init__`` defaults
     filled in (as ``build()`` would); family per sub-package (character, cosplay, ...)."""
     out = []
     with zipfile.ZipFile(wheel) as z:
-        for name in sorted(z.namelist()):
+        for name in gpt_prompt_files(wheel):
             parts = name.split("/")
-            if (len(parts) != 3 or not name.endswith(".py") or parts[2] in SKIP
-                    or parts[1] in ("base", "test") or parts[2].startswith("__")):
-                continue
             for fn in ast.walk(ast.parse(z.read(name).decode("utf-8"))):
                 if not (isinstance(fn, ast.FunctionDef) and fn.name == "__init__"):
                     continue
@@ -120,8 +126,7 @@ def judges(wheels: dict[str, Path]) -> list[tuple[str, str]]:
     return out
 
 
-def rows(base: list[dict[str, Any]], cache: Path,
-         attack_wheels: dict[str, Path]) -> tuple[list[dict[str, Any]], int]:
+def rows(base: list[dict[str, Any]], cache: Path) -> tuple[list[dict[str, Any]], int]:
     held = set().union(*(guard_extra._runs(str(r["text"])) for r in base
                          if r["split"] == "validation"))
     ordinary = [t for f, t in src.hand_written("benign")
