@@ -55,3 +55,16 @@ def test_a_text_sharing_an_eight_word_run_with_validation_text_is_dropped() -> N
 
 def test_the_build_is_deterministic() -> None:
     assert guard_styled.rows([], CACHE) == guard_styled.rows([], CACHE)
+
+
+def test_a_filler_found_in_validation_text_never_reaches_a_row() -> None:
+    import injection_corpus
+    import injection_sources
+
+    fillers = [t for f, t in injection_sources.hand_written("benign")
+               if len(t) < 200 and "{" not in t and not injection_corpus.held_out(f)]
+    clean, _ = guard_styled.rows([], CACHE)
+    used = next(t for t in fillers if any(t in str(r["text"]) for r in clean))
+    rows, _ = guard_styled.rows([{"text": used, "split": "validation"}], CACHE)
+    assert rows, "the other fillers still fill the slots"
+    assert not any(used in str(r["text"]) for r in rows)
