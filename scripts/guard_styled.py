@@ -12,7 +12,11 @@ guard_data-style rows (kind ``styled_benign``, role ``user``, ``split == "train"
   Chinese (a Python port of an "awesome ChatGPT prompts"-style collection, which was
   scraped into the in-the-wild dataset's *regular* prompts too: it is used here only
   through the 8-word check below; its three jailbreak classes, ``SKIP``, are never read);
-  LLM-as-judge prompts of openevals, autoevals and arize-phoenix-evals;
+  LLM-as-judge prompts of openevals, autoevals and arize-phoenix-evals. Paths read:
+  gpt_prompt/{character,cosplay,game,tools}/*.py, openevals/prompts/*/*.py,
+  autoevals/templates/*.yaml, phoenix/evals/__generated__/classification_evaluator_configs/
+  _*_config.py (licences MIT, MIT, MIT, Elastic-2.0: read at training time, never
+  redistributed);
 - scripts/injection_data/styled_benign_more.txt (hand-written by guard8) and guard5's
   scripts/injection_data/styled_benign.txt.
 
