@@ -31,12 +31,10 @@ import sys
 import time
 from pathlib import Path
 
-import guard_windows  # scripts/ is on sys.path
 import numpy as np
 import torch
-from guard_torch import Layer, balanced, batches, embed_input, pad, pooled
+from guard_torch import Layer, batches, embed_input, pad, pooled, training_inputs
 from safetensors.numpy import save_file
-from safetensors.torch import load_file
 
 TOP = 1                 # fine-tuned top layers
 EPOCHS, BATCH, LR_LAYER, LR_HEAD = 1, 32, 1e-4, 1e-3
@@ -48,14 +46,7 @@ torch.use_deterministic_algorithms(True)
 
 def main() -> None:
     data_path, model_dir, out_dir = map(Path, sys.argv[1:4])
-    out_dir.mkdir(parents=True, exist_ok=True)
-    seqs, labels, weights = guard_windows.training_windows(data_path,
-                                                           model_dir / "tokenizer.json")
-    w = {k: v.float() for k, v in load_file(str(model_dir / "model.safetensors")).items()
-         if v.dtype.is_floating_point}
-    y, sw = balanced(labels, weights)
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-    print(f"{len(seqs)} windows, {sum(map(len, seqs))} tokens, {int(y.sum())} attack", flush=True)
+    seqs, w, y, sw, order = training_inputs(data_path, model_dir, out_dir)
     # 1. frozen lower layers, cached (sorted by length: little padding).
     start = time.time()
     lower = [Layer(w, i).eval() for i in range(LAYERS - TOP)]

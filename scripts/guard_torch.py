@@ -156,9 +156,11 @@ def balanced(labels: list[int], weights: list[float]) -> tuple[torch.Tensor, tor
     return y, (sw * len(sw) / 2).float()
 
 
-def main() -> None:
-    data_path, model_dir, out_dir = map(Path, sys.argv[1:4])
-    teacher = np.load(sys.argv[4]) if len(sys.argv) > 4 else None
+def training_inputs(data_path: Path, model_dir: Path, out_dir: Path) -> tuple[
+        list[list[int]], dict[str, torch.Tensor], torch.Tensor, torch.Tensor, list[int]]:
+    """What the teacher's and the student's torch stages start from: the training windows
+    (token ids), MiniLM's float tensors, labels and balanced weights, and the windows'
+    order by length (little padding in a batch). Creates ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     seqs, labels, weights = guard_windows.training_windows(data_path,
                                                            model_dir / "tokenizer.json")
@@ -167,6 +169,13 @@ def main() -> None:
     y, sw = balanced(labels, weights)
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     print(f"{len(seqs)} windows, {sum(map(len, seqs))} tokens, {int(y.sum())} attack", flush=True)
+    return seqs, w, y, sw, order
+
+
+def main() -> None:
+    data_path, model_dir, out_dir = map(Path, sys.argv[1:4])
+    teacher = np.load(sys.argv[4]) if len(sys.argv) > 4 else None
+    seqs, w, y, sw, order = training_inputs(data_path, model_dir, out_dir)
     # 1. embedding output, cached (sorted by length: little padding).
     cache: list[tuple[list[int], torch.Tensor, torch.Tensor]] = []
     with torch.no_grad():
