@@ -18,7 +18,10 @@ rows for:
 Contract: every row here is ``split == "train"`` — none of these families is hashed
 into validation, so the validation pool (and the comparison with the shipped model)
 stays exactly as it was. A line sharing any 8-word run with a validation text of
-``base`` is dropped (``dropped`` counts them), so nothing here copies a held-out text.
+``base`` is dropped (``dropped`` counts them), and so is any final row; slot fillers and
+variant prefixes share no such run either (``fillers``), so nothing here copies a
+held-out text. (Before guard8 found it, fillers were not checked: guard5's measured run
+used rows of which some shared a run with validation text through a filler.)
 Families are not merged with the corpus's (injection_corpus.merge_families could rename
 one into a held-out family). The kind ``styled_benign`` is in no evaluation pool and is
 not subsampled (scripts/guard_windows.EXTRA_NEG_PER_KIND), so all of it trains.
@@ -45,6 +48,18 @@ def _runs(text: str) -> set[str]:
     return {" ".join(words[i:i + RUN]) for i in range(len(words) - RUN + 1)}
 
 
+def held_runs(base: list[dict[str, Any]]) -> set[str]:
+    """Every 8-word run of the validation texts of ``base``."""
+    return set().union(*(_runs(str(r["text"])) for r in base if r["split"] == "validation"))
+
+
+def fillers(base_fillers: list[str], held: set[str]) -> list[str]:
+    """The slot fillers and variant prefixes that share no 8-word run with validation text:
+    the corpus builder puts some training-family requests inside validation rows too, so
+    a filler could bring a validation run into a training row (found by guard8)."""
+    return [t for t in base_fillers if not _runs(t) & held]
+
+
 def _variants(text: str, label: int, n: int, rng: random.Random, harmful: list[str],
               ordinary: list[str]) -> list[str]:
     """``n`` variants: the {task} slot filled (attacks: a harmful request 60 % of the time,
@@ -65,13 +80,14 @@ def _variants(text: str, label: int, n: int, rng: random.Random, harmful: list[s
 
 
 def rows(base: list[dict[str, Any]], wheels: dict[str, Path]) -> tuple[list[dict[str, Any]], int]:
-    held = set().union(*(_runs(str(r["text"])) for r in base if r["split"] == "validation"))
+    held = held_runs(base)
     # Fillers from training families only (injection_corpus's harmful_requests/<i // 10>
-    # and benign/*), so no validation text enters through a slot.
-    harmful = [t for i, t in enumerate(src.harmful_requests(wheels))
-               if not injection_corpus.held_out(f"harmful_requests/{i // 10}")]
-    ordinary = [t for f, t in src.hand_written("benign")
-                if len(t) < 200 and "{" not in t and not injection_corpus.held_out(f)]
+    # and benign/*) that share no run with validation text, so none enters through a slot.
+    harmful = fillers([t for i, t in enumerate(src.harmful_requests(wheels))
+                       if not injection_corpus.held_out(f"harmful_requests/{i // 10}")], held)
+    ordinary = fillers([t for f, t in src.hand_written("benign")
+                        if len(t) < 200 and "{" not in t and not injection_corpus.held_out(f)],
+                       held)
     out: list[dict[str, Any]] = []
     dropped = 0
     for name, (kind, label, n) in FILES.items():
@@ -81,6 +97,9 @@ def rows(base: list[dict[str, Any]], wheels: dict[str, Path]) -> tuple[list[dict
                 continue
             rng = random.Random(f"{family}|{text}")
             for v in _variants(text, label, n, rng, harmful, ordinary):
+                if _runs(v) & held:  # cannot happen with the fillers above; kept so the
+                    dropped += 1     # contract holds row by row
+                    continue
                 out.append({"text": v, "label": label, "family": family, "split": "train",
                             "kind": kind, "role": "user", "source": "guard_extra"})
     return out, dropped

