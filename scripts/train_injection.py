@@ -202,16 +202,20 @@ def styled_negatives(cache: Path) -> list[corpus.Example]:
             for r in rows]
 
 
+def build(cache: Path, styled: bool = False) -> list[corpus.Example]:
+    """Every example, both splits. ``styled``: styled_negatives come last, after the
+    appended attacks (which they do not move: only attacks and documents are appended)."""
+    examples = corpus.build(sources.fetch(cache)) + realistic_negatives()
+    examples += appended(examples)
+    return examples + (styled_negatives(cache) if styled else [])
+
+
 def examples_and_weights(cache: Path, styled: bool = False
                          ) -> tuple[list[corpus.Example], str, float]:
     """Every example (both splits), and the weights file's text and bias fitted on the
     training split: all ``--check`` needs (the threshold's four out-of-fold fits and the
-    validation report are derived from these, so they are not refitted to compare).
-    ``styled``: add styled_negatives after the appended attacks (which they do not move)."""
-    examples = corpus.build(sources.fetch(cache)) + realistic_negatives()
-    examples += appended(examples)
-    if styled:
-        examples += styled_negatives(cache)
+    validation report are derived from these, so they are not refitted to compare)."""
+    examples = build(cache, styled)
     weights, bias = fit([e for e in examples if e.split == "train"])
     return examples, serialise(weights), bias
 
