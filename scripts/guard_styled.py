@@ -58,6 +58,16 @@ _SLOT = re.compile(r"\{\{?\s*[A-Za-z_][\w.]*\s*\}?\}")
 MIN_CHARS = 40
 
 
+def manifest(**per_wheel: str) -> dict[str, object]:
+    """The manifest entries naming what the ``--styled`` recipes read (train_guard.py,
+    train_injection.py): the pinned wheels (``per_wheel``: extra fields of each, in the
+    calling manifest's style) and this script."""
+    return {"styled_wheels": {n: {"version": v, "sha256": s, **per_wheel}
+                              for n, (v, s) in WHEELS.items()},
+            "styled": "scripts/guard_styled.py: training-only hard negatives (package "
+                      "persona/judge prompts, styled_benign*.txt)"}
+
+
 def wheel_file(folder: Path, name: str) -> Path:
     version, _ = WHEELS[name]
     return folder / f"{name.replace('-', '_')}-{version}-py3-none-any.whl"

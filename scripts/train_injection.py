@@ -251,10 +251,7 @@ def train(cache: Path, out: Path, styled: bool = False) -> Path:
                                                       .read_bytes()).hexdigest()},
         "hand_written": ["scripts/injection_data/attacks.txt", "scripts/injection_data/benign.txt",
                          "scripts/injection_data/hard_benign.txt", "tests/data/prose_seed.txt"],
-        **({"styled_wheels": {n: {"version": v, "sha256": h, "registry": "PyPI"}
-                              for n, (v, h) in guard_styled.WHEELS.items()},
-            "styled": "scripts/guard_styled.py: training-only hard negatives (package "
-                      "persona/judge prompts, styled_benign*.txt)"} if styled else {}),
+        **(guard_styled.manifest(registry="PyPI") if styled else {}),
         "examples": {s: sum(e.split == s for e in examples) for s in ("train", "validation")},
         "validation_sha256": validation_digest(examples),
         "validation": report,
