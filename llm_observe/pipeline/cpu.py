@@ -6,7 +6,9 @@ its own; with four senders that is up to six threads contending for the GIL besi
 loop and gRPC's, and on two cores the hand-offs cost more than the work they moved: the
 full receiver with ~200-character texts spent ~90 µs of CPU a span with the pools and
 ~64 µs with this one thread (bench.receiver, same run; issue 24). The work is Python, so
-one thread loses no parallelism; it runs jobs in submission order.
+one thread loses no parallelism; it runs jobs in submission order. Even its hand-offs cost
+~10-20 % of the CPU a span against the loop alone, so only requests too big to run on the
+loop in steps come here (:mod:`pipeline.placement`).
 
 Process-wide and never shut down by its users (a pipeline or forwarder closing must not
 stop another's work); a forked child gets a fresh one on first use.

@@ -18,16 +18,10 @@ from llm_observe.errors import RetryableError
 from llm_observe.pipeline.chain import ProcessorChain
 from llm_observe.pipeline.contracts import Batch, Exporter, Processor
 from llm_observe.pipeline.cpu import cpu_executor
+from llm_observe.pipeline.placement import STEP_S, Place, place
 from llm_observe.span import LlmSpan
 
 log = logging.getLogger(__name__)
-
-# A batch past either bound is enriched in the pipeline's worker thread, not on the event
-# loop: ~40 µs a span with text, ~0.5 µs a character of token counting, so these bound
-# the loop's share to ~15 ms while other clients wait. Smaller batches run inline: the
-# thread hop (~0.1 ms) would cost a single REST record a third of its time.
-INLINE_MAX_SPANS = 256
-INLINE_MAX_TEXT_CHARS = 32_000
 
 
 class Backpressure(RetryableError):
@@ -83,14 +77,22 @@ class Pipeline:
                 raise Backpressure(exporter.name)
 
     async def process(self, batch: list[LlmSpan]) -> None:
-        """Run every processor on the batch (in place): a large batch all in the worker
-        thread (the loop keeps serving other clients meanwhile), a small one on the loop
-        with only the ``blocking`` processors sent to the thread."""
+        """Run every processor on the batch (in place), where :func:`placement.place`
+        says: a large batch all in the worker thread (the loop keeps serving other clients
+        meanwhile), a middling one on the loop yielding between processors once
+        :data:`placement.STEP_S` has passed, a
+        small one straight through; on the loop only the ``blocking`` processors are sent
+        to the thread."""
         loop = asyncio.get_running_loop()
-        if is_large(batch):
+        where = place(batch)
+        if where is Place.THREAD:
             await loop.run_in_executor(self._executor, self.chain.run, batch)
             return
+        held = loop.time()
         for processor in self.chain.processors:
+            if where is Place.STEPS and loop.time() - held > STEP_S:
+                await asyncio.sleep(0)
+                held = loop.time()
             if processor.blocking:
                 await loop.run_in_executor(self._executor, self.chain.run_one, processor, batch)
             else:
@@ -130,17 +132,3 @@ class Pipeline:
             except Exception:
                 log.exception("exporter %s failed to shut down cleanly", exporter.name)
 
-
-def is_large(batch: Sequence[LlmSpan]) -> bool:
-    """Whether enriching (or re-encoding) the batch could hold the event loop for more than
-    ~15 ms: many spans (LLM ones, or others in its origin request) or much text."""
-    if (batch.size if isinstance(batch, Batch) else len(batch)) > INLINE_MAX_SPANS:
-        return True
-    # the texts of its agent, tool and chain spans are scanned too (processors/untrusted.py)
-    chars: int = getattr(getattr(batch, "origin", None), "text_chars", 0)
-    for span in batch:
-        if span.prompt_text is not None:
-            chars += len(span.prompt_text)
-        if span.completion_text is not None:
-            chars += len(span.completion_text)
-    return chars > INLINE_MAX_TEXT_CHARS

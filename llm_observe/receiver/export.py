@@ -23,9 +23,6 @@ from llm_observe.pipeline.selfmetrics import ReceiverMetrics
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_SPANS = 20_000  # per request (Settings.otlp_max_spans_per_request)
-# Requests larger than this are decoded and sorted in a thread, so one big request does not
-# hold the loop (the API, /metrics, other senders) while it is walked (~15 µs a kB).
-INLINE_MAX_BYTES = 256 * 1024
 
 
 class Kind(enum.Enum):

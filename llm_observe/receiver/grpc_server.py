@@ -31,13 +31,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from prometheus_client import CollectorRegistry
 
 from llm_observe.otlp.walk import Walked
-from llm_observe.pipeline import Pipeline
+from llm_observe.pipeline import Pipeline, on_loop
 from llm_observe.pipeline.cpu import cpu_executor
 from llm_observe.pipeline.selfmetrics import ReceiverMetrics, receiver_metrics
 from llm_observe.receiver.auth import CHALLENGE, metadata_ok
 from llm_observe.receiver.export import (
     DEFAULT_MAX_SPANS,
-    INLINE_MAX_BYTES,
     ExportCore,
     Kind,
     Outcome,
@@ -134,7 +133,7 @@ class TraceService:
         """The grpc.aio handler (on the loop)."""
         got: Walked | Answer | None = self.refuse(context)
         if got is None:  # a large request is decoded and sorted off the loop
-            got = (self.receive(request) if len(request) <= INLINE_MAX_BYTES else await
+            got = (self.receive(request) if on_loop(len(request)) else await
                    asyncio.get_running_loop().run_in_executor(cpu_executor(), self.receive,
                                                               request))
         result = got if isinstance(got, Answer) else await self.handle(got)

@@ -30,13 +30,12 @@ from prometheus_client import CollectorRegistry
 from llm_observe import httpbody
 from llm_observe.otlp.jsonmirror import to_request
 from llm_observe.otlp.walk import RequestInvalid, Walked
-from llm_observe.pipeline import Pipeline
+from llm_observe.pipeline import Pipeline, on_loop
 from llm_observe.pipeline.cpu import cpu_executor
 from llm_observe.pipeline.selfmetrics import receiver_metrics
 from llm_observe.receiver.auth import header_ok
 from llm_observe.receiver.export import (
     DEFAULT_MAX_SPANS,
-    INLINE_MAX_BYTES,
     ExportCore,
     Kind,
     Outcome,
@@ -178,7 +177,7 @@ async def _cut(request: web.Request, answer: web.Response) -> web.Response:
 
 async def _maybe_off_loop(fn: Callable[[bytes, bool], T], body: bytes, as_json: bool) -> T:
     """``fn(body, as_json)`` inline for a small body, in the CPU thread for a large one."""
-    if len(body) <= (JSON_INLINE_MAX_BYTES if as_json else INLINE_MAX_BYTES):
+    if (len(body) <= JSON_INLINE_MAX_BYTES) if as_json else on_loop(len(body)):
         return fn(body, as_json)
     return await asyncio.get_running_loop().run_in_executor(cpu_executor(), fn, body, as_json)
 
