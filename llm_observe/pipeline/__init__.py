@@ -10,7 +10,8 @@ from __future__ import annotations
 from llm_observe.pipeline.chain import LOGGED_FAILURES, ProcessorChain, ProcessorStats
 from llm_observe.pipeline.contracts import Batch, Exporter, Origin, Processor
 from llm_observe.pipeline.pipeline import Backpressure, Pipeline
-from llm_observe.pipeline.placement import Place, on_loop, place
+from llm_observe.pipeline.placement import Place, on_loop, place, run_placed
 
 __all__ = ["LOGGED_FAILURES", "Backpressure", "Batch", "Exporter", "Origin", "Pipeline", "Place",
-           "Processor", "ProcessorChain", "ProcessorStats", "on_loop", "place"]
+           "Processor", "ProcessorChain", "ProcessorStats", "on_loop", "place",
+           "run_placed"]

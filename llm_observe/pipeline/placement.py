@@ -26,10 +26,15 @@ spans' two texts) and never raise for any batch.
 
 from __future__ import annotations
 
+import asyncio
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
+from llm_observe.pipeline.cpu import cpu_executor
 from llm_observe.span import LlmSpan
+
+T = TypeVar("T")
 
 INLINE_MAX_SPANS = 256
 INLINE_MAX_TEXT_CHARS = 32_000
@@ -81,3 +86,13 @@ def place(batch: Sequence[LlmSpan]) -> Place:
 def on_loop(nbytes: int) -> bool:
     """Whether an OTLP protobuf body of ``nbytes`` is decoded and walked on the loop."""
     return nbytes <= INLINE_MAX_BYTES
+
+
+async def run_placed(where: Place, fn: Callable[[], T]) -> T:
+    """``fn()`` where ``where`` says: in the CPU thread, or on the loop (a step of its own
+    for ``STEPS``: the loop is given back first)."""
+    if where is Place.THREAD:
+        return await asyncio.get_running_loop().run_in_executor(cpu_executor(), fn)
+    if where is Place.STEPS:
+        await asyncio.sleep(0)
+    return fn()

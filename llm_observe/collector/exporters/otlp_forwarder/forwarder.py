@@ -36,8 +36,7 @@ from llm_observe.collector.exporters.otlp_forwarder.transport import Transport
 from llm_observe.collector.exporters.otlp_forwarder.writeahead import GroupCommit
 from llm_observe.otlp.encode import Encoder, Item
 from llm_observe.otlp.walk import Walked
-from llm_observe.pipeline import Backpressure, Batch, Place, place
-from llm_observe.pipeline.cpu import cpu_executor
+from llm_observe.pipeline import Backpressure, Batch, place, run_placed
 from llm_observe.pipeline.selfmetrics import ForwarderMetrics
 from llm_observe.span import LlmSpan
 
@@ -110,12 +109,7 @@ class OtlpForwarder:
         origin = batch.origin if isinstance(batch, Batch) else None
         received = origin if isinstance(origin, Walked) else None
         encode = partial(self.encoder.items, batch, received, in_place=True, last=last)
-        where = place(batch)  # re-encoding a big request whole would hold the loop
-        if where is Place.THREAD:
-            return await asyncio.get_running_loop().run_in_executor(cpu_executor(), encode)
-        if where is Place.STEPS:
-            await asyncio.sleep(0)
-        return encode()
+        return await run_placed(place(batch), encode)  # a big request would hold the loop
 
     async def deliver(self, items: list[Item]) -> None:
         """Queue (or, write-ahead, commit) encoded items; see :meth:`export`."""
