@@ -10,7 +10,7 @@ work on the loop alone (``bench.receiver --baseline``, paired rounds; bench/READ
 "The thread layout"). So only a request too big to hold the loop for one step goes to the
 thread; a middling one runs on the loop in steps — a yield between processors once
 :data:`STEP_S` has passed, and before the forwarder's re-encode — so no step holds the
-loop for more than ~15-25 ms on this machine (the walk of 1 MiB, the scan of 1,024
+loop for more than ~10-25 ms on this machine (the walk of 1 MiB, the scan of 1,024
 spans), and other clients' work runs between the steps.
 
 - ``INLINE``: small (≤ 256 spans and ≤ 32,000 characters of text): straight through; a
@@ -45,9 +45,10 @@ STEPS_MAX_UNCOUNTED_CHARS = 32_000
 # is ~15 µs a kB of LLM spans); larger ones in the CPU thread.
 INLINE_MAX_BYTES = 1024 * 1024
 # In steps, the loop is given back between processors once this much time has passed since
-# it was last given back (a yield each processor let four requests interleave, which cost
-# CPU a span: bench/README.md), and before the forwarder's re-encode.
-STEP_S = 0.005
+# it was last given back, and before the forwarder's re-encode. Each yield lets other
+# requests' work in between, and interleaved requests cost CPU a span: a yield every
+# processor ~7 % more than none, 5 ms steps ~5-9 % more than 10 or 15 ms (bench/README.md).
+STEP_S = 0.010
 
 
 class Place(enum.Enum):
