@@ -79,10 +79,9 @@ class Pipeline:
     async def process(self, batch: list[LlmSpan]) -> None:
         """Run every processor on the batch (in place), where :func:`placement.place`
         says: a large batch all in the worker thread (the loop keeps serving other clients
-        meanwhile), a middling one on the loop yielding between processors once
-        :data:`placement.STEP_S` has passed, a
-        small one straight through; on the loop only the ``blocking`` processors are sent
-        to the thread."""
+        meanwhile), a middling one on the loop, yielding between processors once
+        :data:`placement.STEP_S` has passed, a small one straight through; on the loop,
+        only the ``blocking`` processors are sent to the thread."""
         loop = asyncio.get_running_loop()
         where = place(batch)
         if where is Place.THREAD:

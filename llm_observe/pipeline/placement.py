@@ -5,9 +5,9 @@ The work is Python under one GIL, so a second thread adds no parallelism; what i
 that the loop keeps answering other clients while a big request is walked, enriched and
 re-encoded. It costs a lot for that: with four senders of 512-span text requests (the
 OpenTelemetry SDKs' default batch), the loop thread and the CPU thread hand the GIL back
-and forth all the time and the server spent ~20-30 % more CPU a span than doing the same
+and forth all the time and the server spent ~10-30 % more CPU a span than doing the same
 work on the loop alone (``bench.receiver --baseline``, paired rounds; bench/README.md,
-"The thread layout"). So only a request too big to hold the loop for one step goes to the
+"Stop 28: the thread layout"). So only a request too big to hold the loop for one step goes to the
 thread; a middling one runs on the loop in steps — a yield between processors once
 :data:`STEP_S` has passed, and before the forwarder's re-encode — so no step holds the
 loop for more than ~10-25 ms on this machine (the walk of 1 MiB, the scan of 1,024
