@@ -48,6 +48,11 @@ def _runs(text: str) -> set[str]:
     return {" ".join(words[i:i + RUN]) for i in range(len(words) - RUN + 1)}
 
 
+def copies(text: str, held: set[str]) -> bool:
+    """Whether ``text`` shares an 8-word run with ``held`` (:func:`held_runs`)."""
+    return not _runs(text).isdisjoint(held)
+
+
 def held_runs(base: list[dict[str, Any]]) -> set[str]:
     """Every 8-word run of the validation texts of ``base``."""
     return set().union(*(_runs(str(r["text"])) for r in base if r["split"] == "validation"))
@@ -57,7 +62,7 @@ def fillers(base_fillers: list[str], held: set[str]) -> list[str]:
     """The slot fillers and variant prefixes that share no 8-word run with validation text:
     the corpus builder puts some training-family requests inside validation rows too, so
     a filler could bring a validation run into a training row (found by guard8)."""
-    return [t for t in base_fillers if not _runs(t) & held]
+    return [t for t in base_fillers if not copies(t, held)]
 
 
 def _variants(text: str, label: int, n: int, rng: random.Random, harmful: list[str],
@@ -92,12 +97,12 @@ def rows(base: list[dict[str, Any]], wheels: dict[str, Path]) -> tuple[list[dict
     dropped = 0
     for name, (kind, label, n) in FILES.items():
         for family, text in src.hand_written(name):
-            if _runs(text) & held:
+            if copies(text, held):
                 dropped += 1
                 continue
             rng = random.Random(f"{family}|{text}")
             for v in _variants(text, label, n, rng, harmful, ordinary):
-                if _runs(v) & held:  # cannot happen with the fillers above; kept so the
+                if copies(v, held):  # cannot happen with the fillers above; kept so the
                     dropped += 1     # contract holds row by row
                     continue
                 out.append({"text": v, "label": label, "family": family, "split": "train",

@@ -160,11 +160,11 @@ def rows(base: list[dict[str, Any]], cache: Path) -> tuple[list[dict[str, Any]],
         text = _SLOT.sub(lambda _m, r=rng: r.choice(ordinary), text).strip()
         if len(text) < MIN_CHARS:
             continue
-        if guard_extra._runs(text) & held:
+        if guard_extra.copies(text, held):
             dropped += 1
             continue
         for v in guard_extra._variants(text, 0, n, rng, [], ordinary):
-            if guard_extra._runs(v) & held:  # cannot happen with the fillers above; kept
+            if guard_extra.copies(v, held):  # cannot happen with the fillers above; kept
                 dropped += 1                 # so the contract holds row by row
                 continue
             out.append({"text": v, "label": 0, "family": family, "split": "train",

@@ -142,18 +142,24 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _metadata(dist: md.Distribution) -> tuple[str, str]:
+    """(SHA-256 of the installed METADATA file, its long description)."""
+    raw = dist.read_text("METADATA") or ""
+    body = str(email.message_from_string(raw).get_payload() or "")
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest(), body
+
+
 def chosen() -> dict[str, tuple[str, str]]:
     """The hash rule over the running environment: what ``PACKAGES`` pins."""
     out = {}
     skip = _excluded()
     for dist in md.distributions():
         name = _norm(dist.metadata["Name"])
-        raw = dist.read_text("METADATA") or ""
-        body = email.message_from_string(raw).get_payload()
-        if (name in skip or len(str(body or "")) < MIN_DESCRIPTION
+        sha, body = _metadata(dist)
+        if (name in skip or len(body) < MIN_DESCRIPTION
                 or int(hashlib.sha256(f"tool_styled|{name}".encode()).hexdigest(), 16) % 2):
             continue
-        out[name] = (dist.version, hashlib.sha256(raw.encode("utf-8")).hexdigest())
+        out[name] = (dist.version, sha)
     return dict(sorted(out.items()))
 
 
@@ -162,10 +168,9 @@ def readme_chunks() -> list[tuple[str, str]]:
     out = []
     for name, (version, sha) in PACKAGES.items():
         dist = md.distribution(name)
-        raw = dist.read_text("METADATA") or ""
-        if dist.version != version or hashlib.sha256(raw.encode("utf-8")).hexdigest() != sha:
+        installed, body = _metadata(dist)
+        if dist.version != version or installed != sha:
             raise SystemExit(f"{name}: installed METADATA is not the pinned {version} ({sha})")
-        body = str(email.message_from_string(raw).get_payload() or "")
         kept = [c for c in benign_sources._paragraph_chunks(body, CHUNK)
                 if len(c) >= MIN_CHARS and _ADDRESS.search(c)]
         out += [(f"tool_styled/readme/{name}", c) for c in kept[:PER_PACKAGE]]
@@ -186,7 +191,7 @@ def rows(base: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     out: list[dict[str, Any]] = []
     dropped = 0
     for family, text in readme_chunks() + src.hand_written(HAND_WRITTEN):
-        if guard_extra._runs(text) & held:
+        if guard_extra.copies(text, held):
             dropped += 1
             continue
         out.append({"text": text, "label": 0, "family": family, "split": "train",
