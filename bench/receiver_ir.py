@@ -10,7 +10,9 @@ requests of 512 spans once, from 2 streams. Start-up and shutdown are not counte
     python -m bench.receiver_ir [--baseline 51b5287,ba477de] [--requests 8]
 
 Prints one JSON line per tree (instructions per span) and the ratios. Under callgrind the
-server runs ~50x slower: 8 requests take a few minutes per tree.
+server runs ~50x slower: 8 requests take a few minutes per tree. ``--bytecodes`` runs
+without callgrind and prints the Python bytecodes a span by function instead
+(bench/bytecodes.py): where the interpreter's share of those instructions goes.
 """
 
 from __future__ import annotations
@@ -32,14 +34,17 @@ from bench._common import emit
 REPO = Path(__file__).resolve().parents[1]
 
 
-def child(root: str, sink_port: int, folder: str) -> None:
+def child(root: str, sink_port: int, folder: str, bytecodes: bool = False) -> None:
     """Under callgrind: ``root``'s own run_full, its queues replaced by files; a marker
     (``os.getppid``: callgrind dumps there) when ready and when told to stop, the stop
     marker on the event loop's thread first (with ``--separate-threads=yes`` a marker
-    dumps only its own thread: the loop's part 2 is then its serving alone)."""
+    dumps only its own thread: the loop's part 2 is then its serving alone). With
+    ``bytecodes`` (no callgrind), the markers start and stop bench/bytecodes.py's counter
+    instead, whose counts go to the folder's ``bytecodes`` file."""
     import asyncio
     import threading
 
+    from bench import bytecodes as counter
     from bench.baseline import run_full_at
 
     loops: list[asyncio.AbstractEventLoop] = []
@@ -48,6 +53,8 @@ def child(root: str, sink_port: int, folder: str) -> None:
         def put(self, started: Any) -> None:
             loops.append(asyncio.get_running_loop())
             os.getppid()
+            if bytecodes:
+                counter.start()
             port = started[0] if isinstance(started, tuple) else started
             Path(folder, "port.tmp").write_text(str(port))
             os.rename(Path(folder, "port.tmp"), Path(folder, "port"))
@@ -57,7 +64,14 @@ def child(root: str, sink_port: int, folder: str) -> None:
             while not Path(folder, "stop").exists():
                 time.sleep(0.05)
             marked = threading.Event()
-            loops[0].call_soon_threadsafe(lambda: (os.getppid(), marked.set()))
+
+            def mark() -> None:
+                os.getppid()
+                if bytecodes:
+                    Path(folder, "bytecodes").write_text(json.dumps(counter.stop()))
+                marked.set()
+
+            loops[0].call_soon_threadsafe(mark)
             marked.wait()
             os.getppid()
             return True
@@ -71,21 +85,24 @@ def child(root: str, sink_port: int, folder: str) -> None:
 
 def measure(root: Path, sink_port: int, requests: list[bytes], ctx: Any,
             keep: Path | None = None, cache_sim: bool = False,
-            threads: bool = False) -> dict[str, float]:
+            threads: bool = False, bytecodes: bool = False) -> dict[str, float]:
     """Instructions per span of the server of ``root`` serving ``requests`` once; with
     ``keep``, its callgrind profile (ready -> stop) is copied there for callgrind_annotate;
     with ``cache_sim``, callgrind's cache model runs too (I1/D1/LL misses a span: the
-    valgrind model of a generic cache hierarchy, not this CPU's counters)."""
+    valgrind model of a generic cache hierarchy, not this CPU's counters). With
+    ``bytecodes``, no callgrind: the Python bytecodes each function ran, a span."""
     from bench.receiver import run_load
 
     with tempfile.TemporaryDirectory() as folder:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        valgrind = ["valgrind", "--tool=callgrind", "--dump-before=getppid",
+                    *(["--cache-sim=yes"] if cache_sim else []),
+                    *(["--separate-threads=yes"] if threads else []),
+                    f"--callgrind-out-file={folder}/cg.out"]
         server = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", "--dump-before=getppid",
-             *(["--cache-sim=yes"] if cache_sim else []),
-             *(["--separate-threads=yes"] if threads else []),
-             f"--callgrind-out-file={folder}/cg.out", sys.executable, "-m", "bench.receiver_ir",
-             "--child", str(root), str(sink_port), folder],
+            [*([] if bytecodes else valgrind), sys.executable, "-m", "bench.receiver_ir",
+             "--child", str(root), str(sink_port), folder,
+             *(["--bytecodes"] if bytecodes else [])],
             env={**env, "PYTHONHASHSEED": "0"}, cwd=REPO, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
         while not Path(folder, "port").exists():
@@ -101,13 +118,16 @@ def measure(root: Path, sink_port: int, requests: list[bytes], ctx: Any,
         Path(folder, "stop").touch()
         server.wait(timeout=7200)
         handled = json.loads(Path(folder, "report").read_text())[0]
+        assert handled == len(requests) * 512
+        if bytecodes:
+            counts = json.loads(Path(folder, "bytecodes").read_text())
+            return {name: count / handled for name, count in counts.items()}
         # with --separate-threads a marker dumps only its own thread: part 2 of thread 1
         # (the event loop's, which ran the stop marker) is the loop's serving alone
         part = "cg.out.2-01" if threads else "cg.out.2"
         text = Path(folder, part).read_text(errors="replace")  # ready -> stop
         if keep is not None:
             keep.write_text(text)
-        assert handled == len(requests) * 512
         return {name: count / handled for name, count in _events(text).items()}
 
 
@@ -130,10 +150,13 @@ def main() -> None:
                         "too: I1/D1/LL misses a span beside the instructions")
     parser.add_argument("--threads", action="store_true", help="callgrind's "
                         "--separate-threads: the event loop thread's instructions alone")
+    parser.add_argument("--bytecodes", action="store_true", help="no callgrind: the "
+                        "Python bytecodes a span each function runs, ours against the "
+                        "first baseline (bench/bytecodes.py)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], int(args.child[1]), args.child[2])
+        child(args.child[0], int(args.child[1]), args.child[2], args.bytecodes)
         return
     from bench.baseline import worktree
     from bench.receiver import make_requests
@@ -150,10 +173,16 @@ def main() -> None:
             args.keep.mkdir(parents=True, exist_ok=True)
         per = {name: measure(root, sink.port, requests, ctx,
                              args.keep / f"{name}.callgrind" if args.keep else None,
-                             args.cache_sim, args.threads)
+                             args.cache_sim, args.threads, args.bytecodes)
                for name, root in trees.items()}
     finally:
         sink.close()
+    if args.bytecodes:
+        from bench.bytecodes import table
+
+        ref = refs[0] if refs else "current"
+        print("\n".join(table(per["current"], per[ref], 1, str(REPO), str(trees[ref]))))
+        return
     for name, events in per.items():
         value = events["Ir"]
         extra = {f"ratio_vs_{ref}": round(per[ref]["Ir"] / value, 3) for ref in refs}

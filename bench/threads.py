@@ -4,12 +4,13 @@ Callgrind counts instructions; the wall clock also pays for waiting: for a core 
 machine is shared), for the GIL (a thread that wants it sleeps on a futex: a voluntary
 context switch), for work (the loop idle in epoll). This samples every thread of a
 process, ours or a baseline's, without touching its code: ``/proc/PID/task/TID/schedstat``
-(ns on a CPU, ns runnable but waiting for one, slices) and ``.../status`` (voluntary and
-involuntary context switches), once when the measured window opens and once when it
-closes. Python threads are not named at the OS level: the main thread (tid = pid) runs the
-event loop; the other ``python`` threads are ranked by CPU (the busiest is the CPU worker,
-``pipeline/cpu.py`` in ours, the pools' busiest in 1.8.2). gRPC's C-core threads carry
-their own names.
+(ns on a CPU, ns runnable but waiting for one, slices), ``.../stat`` (the part of that CPU
+spent in the kernel: system calls, page faults, which callgrind does not count) and
+``.../status`` (voluntary and involuntary context switches), once when the measured window
+opens and once when it closes. Python threads are not named at the OS level: the main
+thread (tid = pid) runs the event loop; the other ``python`` threads are ranked by CPU
+(the busiest is the CPU worker, ``pipeline/cpu.py`` in ours, the pools' busiest in 1.8.2).
+gRPC's C-core threads carry their own names.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import Any
+
+TICKS = os.sysconf("SC_CLK_TCK")  # stat's utime/stime unit
 
 
 @dataclass
@@ -26,6 +29,7 @@ class Sample:
     wait_ns: int
     voluntary: int
     involuntary: int
+    system_ticks: int = 0  # clock ticks in the kernel (stat field 15, stime)
 
 
 def snapshot(pid: int) -> dict[int, Sample]:
@@ -38,6 +42,8 @@ def snapshot(pid: int) -> dict[int, Sample]:
                 cpu, wait, _ = (int(x) for x in f.read().split())
             with open(f"{base}/{tid_s}/comm") as f:
                 name = f.read().strip()
+            with open(f"{base}/{tid_s}/stat") as f:  # "pid (comm) state ..."; comm may hold spaces
+                stime = int(f.read().rsplit(")", 1)[1].split()[12])
             vol = invol = 0
             with open(f"{base}/{tid_s}/status") as f:
                 for line in f:
@@ -47,7 +53,7 @@ def snapshot(pid: int) -> dict[int, Sample]:
                         invol = int(line.split()[1])
         except (FileNotFoundError, ProcessLookupError, ValueError):
             continue
-        out[int(tid_s)] = Sample(name, cpu, wait, vol, invol)
+        out[int(tid_s)] = Sample(name, cpu, wait, vol, invol, stime)
     return out
 
 
@@ -61,7 +67,8 @@ def per_thread(pid: int, before: dict[int, Sample], after: dict[int, Sample],
         rows.append((("loop (main thread)" if tid == pid else end.name),
                      Sample(end.name, end.cpu_ns - start.cpu_ns, end.wait_ns - start.wait_ns,
                             end.voluntary - start.voluntary,
-                            end.involuntary - start.involuntary)))
+                            end.involuntary - start.involuntary,
+                            end.system_ticks - start.system_ticks)))
     others = sorted((r for r in rows if r[0] == "python"), key=lambda r: -r[1].cpu_ns)
     named = [r for r in rows if r[0] != "python"]
     if others:
@@ -69,18 +76,21 @@ def per_thread(pid: int, before: dict[int, Sample], after: dict[int, Sample],
     named.extend(("python: other threads", s) for _, s in others[1:])
     table: dict[str, dict[str, Any]] = {}
     for role, s in named:
-        row = table.setdefault(role, {"threads": 0, "cpu": 0, "wait": 0, "vol": 0, "invol": 0})
+        row = table.setdefault(role, {"threads": 0, "cpu": 0, "wait": 0, "vol": 0, "invol": 0,
+                                      "sys": 0})
         row["threads"] += 1
         row["cpu"] += s.cpu_ns
         row["wait"] += s.wait_ns
         row["vol"] += s.voluntary
         row["invol"] += s.involuntary
+        row["sys"] += s.system_ticks
     out = {}
     for role, r in table.items():
         if not r["cpu"] and not r["vol"]:
             continue
         out[role] = {"threads": r["threads"],
                      "cpu_us_per_span": round(r["cpu"] / 1e3 / max(spans, 1), 2),
+                     "system_us_per_span": round(r["sys"] * 1e6 / TICKS / max(spans, 1), 2),
                      "runq_wait_us_per_span": round(r["wait"] / 1e3 / max(spans, 1), 2),
                      "busy_share": round(r["cpu"] / 1e9 / wall_s, 3),
                      "voluntary_per_request": round(r["vol"] / max(requests, 1), 1),
