@@ -153,6 +153,8 @@ def main() -> None:
     parser.add_argument("--bytecodes", action="store_true", help="no callgrind: the "
                         "Python bytecodes a span each function runs, ours against the "
                         "first baseline (bench/bytecodes.py)")
+    parser.add_argument("--no-text", action="store_true", help="requests without texts "
+                        "(the floor comparison's workload) instead of ~200-character ones")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -167,7 +169,7 @@ def main() -> None:
     ctx = mp.get_context("spawn")
     sink = Sink(ctx)
     try:
-        bases = make_requests(16, text=True)
+        bases = make_requests(16, text=not args.no_text)
         requests = [bases[i % len(bases)] for i in range(args.requests)]
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
@@ -186,7 +188,7 @@ def main() -> None:
     for name, events in per.items():
         value = events["Ir"]
         extra = {f"ratio_vs_{ref}": round(per[ref]["Ir"] / value, 3) for ref in refs}
-        what = "loop_thread" if args.threads else "full_text"
+        what = "loop_thread" if args.threads else "full" if args.no_text else "full_text"
         emit("receiver_ir", f"{name}_{what}_instructions_per_span", value,
              "instructions", requests=args.requests, **(extra if name == "current" else {}))
         for event, count in events.items():
