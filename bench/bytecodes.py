@@ -46,10 +46,10 @@ def stop() -> dict[str, int]:
     return {f"{file}:{name}": n for (file, name), n in _counts.items()}
 
 
-def table(ours: dict[str, float], base: dict[str, float], spans: int, root: str,
-          base_root: str, top: int = 60) -> list[str]:
-    """Lines: per span, the functions whose count differs most between two trees
-    (paths shown relative to their tree), then the totals."""
+def table(ours: dict[str, float], base: dict[str, float], root: str, base_root: str,
+          top: int = 60) -> list[str]:
+    """Lines: the functions whose count a span (``ours``, ``base``: already per span)
+    differs most between two trees (paths shown relative to their tree), then the totals."""
     def short(counts: dict[str, float], prefix: str) -> Counter[str]:
         out: Counter[str] = Counter()
         for key, n in counts.items():
@@ -59,6 +59,6 @@ def table(ours: dict[str, float], base: dict[str, float], spans: int, root: str,
     a, b = short(ours, root), short(base, base_root)
     rows = sorted(set(a) | set(b), key=lambda k: -abs(a[k] - b[k]))[:top]
     lines = [f"{'ours':>8} {'base':>8}  bytecodes a span, by function (largest differences)"]
-    lines += [f"{a[k] / spans:8.1f} {b[k] / spans:8.1f}  {k}" for k in rows]
-    lines.append(f"{sum(a.values()) / spans:8.1f} {sum(b.values()) / spans:8.1f}  total")
+    lines += [f"{a[k]:8.1f} {b[k]:8.1f}  {k}" for k in rows]
+    lines.append(f"{sum(a.values()):8.1f} {sum(b.values()):8.1f}  total")
     return lines

@@ -183,7 +183,7 @@ def main() -> None:
         from bench.bytecodes import table
 
         ref = refs[0] if refs else "current"
-        print("\n".join(table(per["current"], per[ref], 1, str(REPO), str(trees[ref]))))
+        print("\n".join(table(per["current"], per[ref], str(REPO), str(trees[ref]))))
         return
     for name, events in per.items():
         value = events["Ir"]
